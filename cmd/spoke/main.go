@@ -1,0 +1,113 @@
+// Command spoke is Canopy's agent on a managed cluster: it copies the
+// cluster's policies from the hub, creates their templates in dependency
+// order, evaluates them, runs the hierarchical namespace syncer and reports
+// compliance back to the hub.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/canopy-policy/canopy/internal/cmdutil"
+	"github.com/canopy-policy/canopy/internal/scheme"
+)
+
+// options are the agent's flags.
+type options struct {
+	serving       cmdutil.ServingOptions
+	kubeconfig    string
+	hubKubeconfig string
+	clusterName   string
+	zap           *zap.Options
+}
+
+func main() {
+	opts, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	cmdutil.SetupLogger(opts.zap)
+	if err := run(ctrl.SetupSignalHandler(), opts); err != nil {
+		ctrl.Log.Error(err, "Agent failed")
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (options, error) {
+	var opts options
+	fs := flag.NewFlagSet("canopy-agent", flag.ContinueOnError)
+	fs.StringVar(&opts.kubeconfig, "kubeconfig", "",
+		"Kubeconfig of the managed cluster; empty means $KUBECONFIG or in-cluster.")
+	fs.StringVar(&opts.hubKubeconfig, "hub-kubeconfig", "",
+		"Kubeconfig of the agent's hub identity, which may only reach the cluster namespace (required).")
+	fs.StringVar(&opts.clusterName, "cluster-name", "",
+		"Name of this managed cluster on the hub, which is also its cluster namespace (required).")
+	opts.zap = opts.serving.BindFlags(fs, ":8383", ":8384")
+	if err := fs.Parse(args); err != nil {
+		return opts, err
+	}
+	var errs []error
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments: %v", fs.Args()))
+	}
+	if opts.hubKubeconfig == "" {
+		errs = append(errs, errors.New("--hub-kubeconfig is required"))
+	}
+	for _, msg := range validation.IsDNS1123Label(opts.clusterName) {
+		errs = append(errs, fmt.Errorf("--cluster-name %q: %s", opts.clusterName, msg))
+	}
+	return opts, errors.Join(errs...)
+}
+
+// run starts the agent and blocks until ctx is cancelled.
+func run(ctx context.Context, opts options) error {
+	managedCfg, err := cmdutil.RESTConfig(opts.kubeconfig)
+	if err != nil {
+		return err
+	}
+	hubCfg, err := cmdutil.RESTConfig(opts.hubKubeconfig)
+	if err != nil {
+		return err
+	}
+	s := scheme.New()
+	mgrOpts := manager.Options{Scheme: s}
+	opts.serving.Apply(&mgrOpts)
+	mgr, err := ctrl.NewManager(managedCfg, mgrOpts)
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	// The hub identity may only read its own cluster namespace, so the hub
+	// cache must never list or watch beyond it.
+	hub, err := cluster.New(hubCfg, func(o *cluster.Options) {
+		o.Scheme = s
+		o.Cache.DefaultNamespaces = map[string]cache.Config{opts.clusterName: {}}
+	})
+	if err != nil {
+		return fmt.Errorf("creating hub cluster client: %w", err)
+	}
+	if err := mgr.Add(hub); err != nil {
+		return fmt.Errorf("adding hub cluster: %w", err)
+	}
+	if err := cmdutil.AddProbes(mgr, map[string]cache.Cache{"managed": mgr.GetCache()}); err != nil {
+		return err
+	}
+	ctrl.Log.Info("Starting agent", "cluster", opts.clusterName)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}

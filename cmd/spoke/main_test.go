@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/canopy-policy/canopy/internal/cmdutil/cmdtest"
+	"github.com/canopy-policy/canopy/internal/testenv"
+)
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr []string
+	}{
+		{name: "complete", args: []string{"--hub-kubeconfig", "/h", "--cluster-name", "cluster1"}},
+		{name: "missing hub kubeconfig and cluster", args: nil,
+			wantErr: []string{"--hub-kubeconfig is required", `--cluster-name ""`}},
+		{name: "cluster name not a DNS label", args: []string{"--hub-kubeconfig", "/h", "--cluster-name", "Cluster_1"},
+			wantErr: []string{`--cluster-name "Cluster_1"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := parseFlags(tt.args)
+			if len(tt.wantErr) == 0 {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			for _, want := range tt.wantErr {
+				g.Expect(err).To(MatchError(ContainSubstring(want)))
+			}
+		})
+	}
+}
+
+// TestRun starts the agent against a real managed API server and the real hub,
+// using the cluster's restricted hub identity, and checks readiness and a
+// clean shutdown.
+func TestRun(t *testing.T) {
+	g := NewWithT(t)
+	env, err := testenv.Start(t.Context(), testenv.Options{ManagedClusters: []string{"cluster1"}, Dir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	cluster := env.Managed[0]
+
+	opts, err := parseFlags([]string{
+		"--kubeconfig", cluster.KubeconfigPath,
+		"--hub-kubeconfig", cluster.HubKubeconfigPath,
+		"--cluster-name", cluster.Name,
+		"--metrics-bind-address", "0",
+		"--health-probe-bind-address", cmdtest.FreeAddress(t),
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	stop := cmdtest.RunUntilReady(t, opts.serving.HealthAddress, func(ctx context.Context) error { return run(ctx, opts) })
+	stop()
+}

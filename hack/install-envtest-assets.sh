@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# install-envtest-assets.sh builds the control-plane binaries the tests run
+# (kube-apiserver and etcd) from the Go module proxy into bin/k8s/<version>/.
+# It does nothing when they are already there, so runs after the first are free.
+#
+# Note: `go install k8s.io/kubernetes/cmd/kube-apiserver@vX` is refused because
+# k8s.io/kubernetes replaces its staging modules with local paths; a scratch
+# module that requires it and pins each staging module to its published tag
+# builds the same binary.
+set -euo pipefail
+
+KUBE_VERSION="${KUBE_VERSION:-1.37.1}"
+ETCD_VERSION="${ETCD_VERSION:-3.6.16}"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+dest="${ENVTEST_ASSETS_DIR:-$root/bin/k8s/$KUBE_VERSION}"
+
+if [[ -x "$dest/kube-apiserver" && -x "$dest/etcd" ]]; then
+	exit 0
+fi
+mkdir -p "$dest"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0
+
+build_kube_apiserver() {
+	local dir="$work/kube-apiserver" minor="${KUBE_VERSION#*.}"
+	minor="${minor%%.*}"
+	mkdir -p "$dir"
+	cd "$dir"
+	go mod init canopy.local/kube-apiserver >/dev/null 2>&1
+	go mod edit -require="k8s.io/kubernetes@v$KUBE_VERSION"
+	# Fetch k8s.io/kubernetes' go.mod to learn its staging modules.
+	local gomod
+	gomod="$(go mod download -json "k8s.io/kubernetes@v$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
+	local staging
+	# Staging modules are required at exactly v0.0.0 (pseudo-versions such as
+	# k8s.io/utils' v0.0.0-2025... are real versions and stay as they are).
+	staging="$(awk '$1 == "require" { $1 = ""; $0 = $0 } $1 ~ /^k8s\.io\// && $2 == "v0.0.0" { print $1 }' "$gomod" | sort -u)"
+	for mod in $staging; do
+		go mod edit -replace="$mod=$mod@v0.$minor.${KUBE_VERSION##*.}"
+	done
+	printf 'package tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n' >tools.go
+	go mod tidy >/dev/null
+	local ldflags="-s -w"
+	ldflags+=" -X k8s.io/component-base/version.gitVersion=v$KUBE_VERSION"
+	ldflags+=" -X k8s.io/component-base/version.gitMajor=1"
+	ldflags+=" -X k8s.io/component-base/version.gitMinor=$minor"
+	go build -trimpath -ldflags "$ldflags" -o "$dest/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+}
+
+build_etcd() {
+	local dir="$work/etcd"
+	mkdir -p "$dir"
+	cd "$dir"
+	go mod init canopy.local/etcd >/dev/null 2>&1
+	go mod edit -require="go.etcd.io/etcd/server/v3@v$ETCD_VERSION"
+	printf 'package tools\n\nimport _ "go.etcd.io/etcd/server/v3/etcdmain"\n' >tools.go
+	go mod tidy >/dev/null
+	go build -trimpath -ldflags "-s -w" -o "$dest/etcd" go.etcd.io/etcd/server/v3
+}
+
+echo "Building kube-apiserver v$KUBE_VERSION and etcd v$ETCD_VERSION into $dest (a few minutes the first time)" >&2
+[[ -x "$dest/etcd" ]] || build_etcd
+[[ -x "$dest/kube-apiserver" ]] || build_kube_apiserver
+"$dest/kube-apiserver" --version >&2
+"$dest/etcd" --version | head -1 >&2

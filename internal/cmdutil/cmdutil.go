@@ -1,0 +1,100 @@
+// Package cmdutil holds what Canopy's binaries share: the flags every
+// controller process has (logging, metrics, health probes) and the wiring of
+// those flags into a controller-runtime manager.
+package cmdutil
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+)
+
+// ServingOptions are the endpoints every Canopy process serves.
+type ServingOptions struct {
+	// MetricsAddress is where Prometheus metrics are served; "0" disables them.
+	MetricsAddress string
+	// HealthAddress is where /healthz and /readyz are served; "0" disables them.
+	HealthAddress string
+	// ShutdownTimeout bounds how long running reconciles get to finish on SIGTERM.
+	ShutdownTimeout time.Duration
+}
+
+// BindFlags registers the serving and logging flags on fs. The returned zap
+// options must be turned into a logger with SetupLogger after fs is parsed.
+func (o *ServingOptions) BindFlags(fs *flag.FlagSet, defaultMetrics, defaultHealth string) *zap.Options {
+	fs.StringVar(&o.MetricsAddress, "metrics-bind-address", defaultMetrics,
+		"Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	fs.StringVar(&o.HealthAddress, "health-probe-bind-address", defaultHealth,
+		"Address the /healthz and /readyz endpoints bind to; 0 disables them.")
+	fs.DurationVar(&o.ShutdownTimeout, "graceful-shutdown-timeout", 30*time.Second,
+		"How long in-flight reconciles get to finish after SIGTERM.")
+	zapOpts := &zap.Options{}
+	zapOpts.BindFlags(fs)
+	return zapOpts
+}
+
+// SetupLogger installs the structured logger the flags describe as the
+// controller-runtime and klog default.
+func SetupLogger(zapOpts *zap.Options) {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(zapOpts)))
+}
+
+// Apply copies the serving options into manager options.
+func (o *ServingOptions) Apply(opts *manager.Options) {
+	opts.Metrics = metricsserver.Options{BindAddress: o.MetricsAddress}
+	opts.HealthProbeBindAddress = o.HealthAddress
+	timeout := o.ShutdownTimeout
+	opts.GracefulShutdownTimeout = &timeout
+}
+
+// AddProbes registers /healthz (the process is alive) and /readyz (each
+// named cache has synced) on mgr.
+func AddProbes(mgr manager.Manager, caches map[string]cache.Cache) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding health check: %w", err)
+	}
+	for name, c := range caches {
+		if err := mgr.AddReadyzCheck(name+"-cache", cacheSynced(c)); err != nil {
+			return fmt.Errorf("adding readiness check %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// cacheSynced is ready once c has synced; it waits at most a second per probe.
+func cacheSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("cache has not synced yet")
+		}
+		return nil
+	}
+}
+
+// RESTConfig loads the client configuration from path, or, when path is
+// empty, from $KUBECONFIG, ~/.kube/config or the in-cluster service account.
+func RESTConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		return config.GetConfig()
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
