@@ -26,6 +26,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into deploy/ and copy OCM's CRDs.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crds
+	$(CONTROLLER_GEN) rbac:roleName=canopy-hub paths="./cmd/hub/...;./pkg/hub/..." output:rbac:artifacts:config=deploy/hub/rbac
+	$(CONTROLLER_GEN) rbac:roleName=canopy-agent paths="./cmd/spoke/...;./pkg/spoke/..." output:rbac:artifacts:config=deploy/spoke/rbac
 	hack/copy-ocm-crds.sh
 
 .PHONY: fmt
@@ -56,7 +58,7 @@ test-e2e: envtest-assets ## Run the e2e suite (E2E_HUB_KUBECONFIG etc. select ex
 	go test $(GO_TEST_FLAGS) ./test/e2e/... -ginkgo.v
 
 .PHONY: bench
-bench: envtest-assets ## Run the benchmarks (BENCH_SCALE=0.1 for a quick run).
+bench: envtest-assets ## Run the Go benchmarks against real API servers.
 	go test -run '^$$' -bench . -benchtime 1x $(GO_TEST_FLAGS) ./...
 
 ##@ Run

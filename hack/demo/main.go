@@ -23,6 +23,7 @@ func main() {
 	dir := flag.String("dir", ".demo", "Directory for the kubeconfigs of the demo clusters.")
 	clusters := flag.String("clusters", "cluster1,cluster2", "Comma-separated names of the managed clusters.")
 	flag.Parse()
+	testenv.LeaveSignalsToCaller() // run stops the environment on Ctrl-C
 	if err := run(ctrl.SetupSignalHandler(), *dir, strings.Split(*clusters, ","), os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)

@@ -1,0 +1,99 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+)
+
+// PolicySetSpec is the desired state of a PolicySet.
+type PolicySetSpec struct {
+	// Description says what the set is for.
+	//
+	// +optional
+	Description string `json:"description,omitempty"`
+
+	// Policies are the names of the member policies, in the set's namespace.
+	Policies []policyv1.NonEmptyString `json:"policies"`
+}
+
+// PolicySetStatusPlacement is one placement bound to the set.
+type PolicySetStatusPlacement struct {
+	// PlacementBinding is the name of the binding.
+	//
+	// +optional
+	PlacementBinding string `json:"placementBinding,omitempty"`
+
+	// Placement is the name of the bound Placement.
+	//
+	// +optional
+	Placement string `json:"placement,omitempty"`
+
+	// PlacementRule is the name of a bound PlacementRule (deprecated in OCM;
+	// Canopy does not select clusters through it).
+	//
+	// +optional
+	PlacementRule string `json:"placementRule,omitempty"`
+}
+
+// PolicySetStatus is the observed state of a PolicySet, aggregated from its
+// member policies.
+type PolicySetStatus struct {
+	// Placement lists the placements bound to the set.
+	//
+	// +optional
+	Placement []PolicySetStatusPlacement `json:"placement,omitempty"`
+
+	// ComplianceState is the aggregated compliance of the members. Empty
+	// means unknown.
+	//
+	// +optional
+	// +kubebuilder:validation:Enum=Compliant;Pending;NonCompliant
+	ComplianceState policyv1.ComplianceState `json:"compliant,omitempty"`
+
+	// StatusMessage says which members are missing, disabled, Pending or
+	// without status.
+	//
+	// +optional
+	StatusMessage string `json:"statusMessage,omitempty"`
+
+	// Conditions are Canopy's conditions on the set. They are a Canopy
+	// extension; OCM ignores them.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PolicySet groups policies so that one PlacementBinding places them all and
+// their compliance is read in one place.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=policysets,scope=Namespaced,shortName=plcset
+// +kubebuilder:printcolumn:name="Compliance state",type="string",JSONPath=".status.compliant"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+type PolicySet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired state of the set.
+	Spec PolicySetSpec `json:"spec"`
+
+	// Status is the observed state of the set.
+	//
+	// +optional
+	Status PolicySetStatus `json:"status,omitempty"`
+}
+
+// PolicySetList is a list of PolicySet.
+//
+// +kubebuilder:object:root=true
+type PolicySetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// Items are the policy sets.
+	Items []PolicySet `json:"items"`
+}

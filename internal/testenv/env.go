@@ -1,0 +1,261 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	rbacv1 "k8s.io/api/rbac/v1"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// HubName is the name of the hub's control plane and kubeconfig (hub.kubeconfig).
+const HubName = "hub"
+
+// DefaultManagedClusters are the managed clusters Start starts when
+// Options.ManagedClusters is nil.
+var DefaultManagedClusters = []string{"cluster1", "cluster2"}
+
+// Options configures Start.
+type Options struct {
+	// ManagedClusters names the managed clusters, each its own API server
+	// registered on the hub. Nil means DefaultManagedClusters; an empty,
+	// non-nil slice means a hub alone.
+	ManagedClusters []string
+	// Dir receives the kubeconfigs (hub.kubeconfig, <cluster>.kubeconfig,
+	// <cluster>-hub.kubeconfig) and, under state/, the control planes' data,
+	// removed on Stop. Empty means a new temporary directory, removed on Stop.
+	Dir string
+}
+
+// Env is a hub and its managed clusters.
+type Env struct {
+	// Hub is the hub cluster.
+	Hub *ControlPlane
+	// Managed are the managed clusters, in the order they were asked for.
+	Managed []*ManagedCluster
+	// Dir holds the kubeconfigs.
+	Dir string
+
+	ownsDir  bool   // remove Dir on Stop
+	state    string // claimed state directory, removed on Stop
+	identity func(ctx context.Context, cluster string) (*rest.Config, rbacv1.Subject, error)
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// ManagedCluster is a managed cluster's API server and the agent's view of
+// the hub.
+type ManagedCluster struct {
+	*ControlPlane
+	// HubConfig is the agent's hub identity, allowed only what
+	// pkg/hub/agentrbac grants in the cluster namespace (named Name).
+	HubConfig *rest.Config
+	// HubClient is a client for HubConfig.
+	HubClient client.Client
+	// HubKubeconfigPath names a kubeconfig file equivalent to HubConfig.
+	HubKubeconfigPath string
+}
+
+// Start starts a hub and the managed clusters of opts, all at once, and
+// registers each managed cluster on the hub (see RegisterCluster). On error
+// nothing is left running.
+func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
+	names := opts.ManagedClusters
+	if names == nil {
+		names = DefaultManagedClusters
+	}
+	if err := validateNames(names); err != nil {
+		return nil, err
+	}
+	sweep()
+	e, err := newEnv(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	track(e, e.Stop)
+	defer func() {
+		if retErr != nil {
+			retErr = errors.Join(retErr, e.Stop())
+		}
+	}()
+	state := filepath.Join(e.Dir, stateDirName)
+	if err := claimStateDir(state); err != nil {
+		return nil, err
+	}
+	e.state = state
+	e.identity = e.certificateIdentity
+	planes := make([]*ControlPlane, len(names))
+	e.Managed = make([]*ManagedCluster, len(names))
+	var g errgroup.Group
+	g.Go(func() error {
+		hub, err := startControlPlane(ctx, HubName, state, filepath.Join(e.Dir, HubName+".kubeconfig"))
+		if err != nil {
+			return err
+		}
+		e.Hub = hub
+		var reg errgroup.Group // registration needs only the hub: overlap it with the clusters' start
+		for i, name := range names {
+			reg.Go(func() error {
+				var err error
+				e.Managed[i], err = e.register(ctx, name)
+				return err
+			})
+		}
+		return reg.Wait()
+	})
+	for i, name := range names {
+		g.Go(func() (err error) {
+			planes[i], err = startControlPlane(ctx, name, state, filepath.Join(e.Dir, name+".kubeconfig"))
+			return err
+		})
+	}
+	err = g.Wait()
+	for i, cp := range planes { // keep every started plane reachable by Stop
+		if e.Managed[i] == nil {
+			e.Managed[i] = &ManagedCluster{}
+		}
+		e.Managed[i].ControlPlane = cp
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// FromKubeconfigs connects to existing clusters instead of starting control
+// planes, for example kind clusters: hub names the hub's kubeconfig, managed
+// maps each managed cluster's name to its kubeconfig. It installs the CRDs
+// and admission policies each cluster lacks, and registers the managed
+// clusters on the hub like Start, except that each agent's hub identity is
+// the ServiceAccount canopy-agent in its cluster namespace, with a token from
+// the TokenRequest API. Stop leaves the clusters and what was installed.
+func FromKubeconfigs(ctx context.Context, hub string, managed map[string]string) (_ *Env, retErr error) {
+	names := slices.Sorted(maps.Keys(managed))
+	if err := validateNames(names); err != nil {
+		return nil, err
+	}
+	e, err := newEnv("")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if retErr != nil {
+			retErr = errors.Join(retErr, e.Stop())
+		}
+	}()
+	e.identity = e.serviceAccountIdentity
+	if e.Hub, err = connect(ctx, HubName, hub); err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		cp, err := connect(ctx, name, managed[name])
+		if err != nil {
+			return nil, err
+		}
+		mc, err := e.register(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		mc.ControlPlane = cp
+		e.Managed = append(e.Managed, mc)
+	}
+	return e, nil
+}
+
+// Cluster returns the managed cluster called name, or nil.
+func (e *Env) Cluster(name string) *ManagedCluster {
+	for _, mc := range e.Managed {
+		if mc.ControlPlane != nil && mc.Name == name {
+			return mc
+		}
+	}
+	return nil
+}
+
+// Stop stops every control plane at once and removes their state, and Dir
+// too when Start created it. It is safe to call twice.
+func (e *Env) Stop() error {
+	e.stopOnce.Do(func() {
+		untrack(e)
+		planes := []*ControlPlane{e.Hub}
+		for _, mc := range e.Managed {
+			if mc != nil {
+				planes = append(planes, mc.ControlPlane)
+			}
+		}
+		var mu sync.Mutex
+		var errs []error
+		var wg sync.WaitGroup
+		for _, cp := range planes {
+			if cp == nil {
+				continue
+			}
+			wg.Go(func() {
+				if err := cp.Stop(); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("stopping %s: %w", cp.Name, err))
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		remove := []string{e.state}
+		if e.ownsDir {
+			remove = append(remove, e.Dir)
+		}
+		for _, dir := range remove {
+			if dir == "" {
+				continue
+			}
+			if err := os.RemoveAll(dir); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		e.stopErr = kerrors.NewAggregate(errs)
+	})
+	return e.stopErr
+}
+
+func newEnv(dir string) (*Env, error) {
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", tempDirPattern)
+		if err != nil {
+			return nil, err
+		}
+		return &Env{Dir: tmp, ownsDir: true}, nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, err
+	}
+	return &Env{Dir: abs}, nil
+}
+
+// validateNames checks managed cluster names: unique DNS labels (they name
+// namespaces), not "hub" (it names the hub's kubeconfig).
+func validateNames(names []string) error {
+	seen := map[string]bool{}
+	for _, name := range names {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			return fmt.Errorf("managed cluster name %q: %v", name, errs)
+		}
+		if name == HubName || seen[name] {
+			return fmt.Errorf("managed cluster name %q is reserved or repeated", name)
+		}
+		seen[name] = true
+	}
+	return nil
+}

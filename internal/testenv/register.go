@@ -1,0 +1,198 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
+)
+
+// agentTokenTTL is the lifetime asked of ServiceAccount tokens (FromKubeconfigs).
+const agentTokenTTL = 24 * time.Hour
+
+// RegisterCluster registers the managed cluster name on the hub the way OCM
+// registration and the Canopy addon would, and returns its agent's hub
+// connection (also written to Dir/<name>-hub.kubeconfig):
+//
+//   - the cluster namespace name;
+//   - the ManagedCluster name, accepted (hubAcceptsClient) and Available;
+//   - an agent identity: with control planes started by Start, a client
+//     certificate for agentrbac.User(name) in agentrbac.Groups(name), as OCM's
+//     CSR flow issues; with FromKubeconfigs, a ServiceAccount token;
+//   - agentrbac's Role and RoleBinding in the cluster namespace only.
+//
+// It returns once the agent's permissions are in effect. It is idempotent, and
+// needs no API server for the cluster: tests of the hub can register clusters
+// that exist only as names.
+func (e *Env) RegisterCluster(ctx context.Context, name string) (*rest.Config, error) {
+	mc, err := e.register(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return mc.HubConfig, nil
+}
+
+func (e *Env) register(ctx context.Context, name string) (*ManagedCluster, error) {
+	if err := validateNames([]string{name}); err != nil {
+		return nil, err
+	}
+	c := e.Hub.Client
+	if err := ensureNamespace(ctx, c, name); err != nil {
+		return nil, err
+	}
+	if err := ensureManagedCluster(ctx, c, name); err != nil {
+		return nil, err
+	}
+	cfg, subject, err := e.identity(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("issuing the agent identity of %s: %w", name, err)
+	}
+	if err := ensureAgentRBAC(ctx, c, name, subject); err != nil {
+		return nil, err
+	}
+	hubClient, err := client.New(cfg, client.Options{Scheme: clientScheme()})
+	if err != nil {
+		return nil, err
+	}
+	if err := waitForAccess(ctx, hubClient, name); err != nil {
+		return nil, fmt.Errorf("waiting for the agent RBAC of %s: %w", name, err)
+	}
+	path := filepath.Join(e.Dir, name+"-hub.kubeconfig")
+	if err := writeKubeconfig(path, name+"-agent", cfg); err != nil {
+		return nil, err
+	}
+	return &ManagedCluster{HubConfig: cfg, HubClient: hubClient, HubKubeconfigPath: path}, nil
+}
+
+// certificateIdentity issues the agent of cluster a client certificate with
+// the user and groups OCM's addon registration gives it.
+func (e *Env) certificateIdentity(_ context.Context, cluster string) (*rest.Config, rbacv1.Subject, error) {
+	cfg, err := e.Hub.AddUser(agentrbac.User(cluster), agentrbac.Groups(cluster)...)
+	return cfg, agentrbac.GroupSubject(cluster), err
+}
+
+// serviceAccountIdentity gives the agent of cluster a ServiceAccount in the
+// cluster namespace and a token for it.
+func (e *Env) serviceAccountIdentity(ctx context.Context, cluster string) (*rest.Config, rbacv1.Subject, error) {
+	c := e.Hub.Client
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: agentrbac.AgentName, Namespace: cluster}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, sa, func() error {
+		sa.Labels = mergeLabels(sa.Labels, agentrbac.Labels)
+		return nil
+	}); err != nil {
+		return nil, rbacv1.Subject{}, fmt.Errorf("writing service account: %w", err)
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: ptr.To(int64(agentTokenTTL.Seconds())),
+	}}
+	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return nil, rbacv1.Subject{}, fmt.Errorf("requesting a token: %w", err)
+	}
+	cfg := rest.AnonymousClientConfig(e.Hub.Config)
+	cfg.BearerToken = tr.Status.Token
+	return cfg, agentrbac.ServiceAccountSubject(cluster, agentrbac.AgentName), nil
+}
+
+func ensureNamespace(ctx context.Context, c client.Client, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// ensureManagedCluster writes the ManagedCluster as the registration
+// controller and agent would once the cluster joined: accepted, joined and
+// available.
+func ensureManagedCluster(ctx context.Context, c client.Client, name string) error {
+	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, mc, func() error {
+		mc.Labels = mergeLabels(mc.Labels, map[string]string{
+			"name":                        name,
+			clusterv1.ClusterNameLabelKey: name,
+			"cluster.open-cluster-management.io/clusterset": "default",
+		})
+		mc.Spec.HubAcceptsClient = true
+		return nil
+	}); err != nil {
+		return fmt.Errorf("writing managed cluster %s: %w", name, err)
+	}
+	orig := mc.DeepCopy()
+	for _, cond := range []metav1.Condition{
+		{Type: clusterv1.ManagedClusterConditionHubAccepted, Reason: "HubClusterAdminAccepted", Message: "Accepted by internal/testenv."},
+		{Type: clusterv1.ManagedClusterConditionJoined, Reason: "ManagedClusterJoined", Message: "Registered by internal/testenv."},
+		{Type: clusterv1.ManagedClusterConditionAvailable, Reason: "ManagedClusterAvailable", Message: "Registered by internal/testenv."},
+	} {
+		cond.Status = metav1.ConditionTrue
+		meta.SetStatusCondition(&mc.Status.Conditions, cond)
+	}
+	if mc.Status.Version.Kubernetes == "" {
+		mc.Status.Version.Kubernetes = "v" + KubernetesVersion
+	}
+	if err := c.Status().Patch(ctx, mc, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("writing the status of managed cluster %s: %w", name, err)
+	}
+	return nil
+}
+
+func ensureAgentRBAC(ctx context.Context, c client.Client, namespace string, subject rbacv1.Subject) error {
+	want := agentrbac.Role(namespace)
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: want.Name, Namespace: namespace}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, role, func() error {
+		role.Labels = mergeLabels(role.Labels, want.Labels)
+		role.Rules = want.Rules
+		return nil
+	}); err != nil {
+		return fmt.Errorf("writing role %s/%s: %w", namespace, want.Name, err)
+	}
+	wantRB := agentrbac.RoleBinding(namespace, subject)
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: wantRB.Name, Namespace: namespace}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, rb, func() error {
+		if rb.CreationTimestamp.IsZero() {
+			rb.RoleRef = wantRB.RoleRef // immutable
+		}
+		rb.Labels = mergeLabels(rb.Labels, wantRB.Labels)
+		rb.Subjects = wantRB.Subjects
+		return nil
+	}); err != nil {
+		return fmt.Errorf("writing role binding %s/%s: %w", namespace, wantRB.Name, err)
+	}
+	return nil
+}
+
+// waitForAccess waits until the RBAC authorizer's caches grant the agent
+// what the Role allows, so that callers never see a transient Forbidden.
+func waitForAccess(ctx context.Context, agent client.Client, namespace string) error {
+	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := agent.List(ctx, &policyv1.PolicyList{}, client.InNamespace(namespace), client.Limit(1))
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+}
+
+func mergeLabels(into, from map[string]string) map[string]string {
+	if into == nil {
+		into = make(map[string]string, len(from))
+	}
+	maps.Copy(into, from)
+	return into
+}

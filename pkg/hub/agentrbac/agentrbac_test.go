@@ -1,0 +1,104 @@
+package agentrbac_test
+
+import (
+	"slices"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"open-cluster-management.io/addon-framework/pkg/agent"
+
+	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
+)
+
+// allows reports whether rules grant verb on group/resource, the way the RBAC
+// authorizer matches a rule (no wildcards: Rules must not use them).
+func allows(rules []rbacv1.PolicyRule, group, resource, verb string) bool {
+	for _, r := range rules {
+		if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestRules(t *testing.T) {
+	const policies = "policy.open-cluster-management.io"
+	tests := []struct {
+		group, resource, verb string
+		want                  bool
+	}{
+		{policies, "policies", "get", true},
+		{policies, "policies", "list", true},
+		{policies, "policies", "watch", true},
+		{policies, "policies", "update", true},
+		{policies, "policies", "patch", true},
+		{policies, "policies", "create", false}, // the propagator owns replicas
+		{policies, "policies", "delete", false},
+		{policies, "policies/status", "update", true},
+		{policies, "policies/status", "patch", true},
+		{policies, "placementbindings", "get", false},
+		{policies, "policysets", "get", false},
+		{"", "events", "create", true},
+		{"", "events", "patch", true},
+		{"", "events", "delete", false},
+		{"events.k8s.io", "events", "create", true},
+		{"coordination.k8s.io", "leases", "create", true},
+		{"coordination.k8s.io", "leases", "update", true},
+		{"coordination.k8s.io", "leases", "delete", false},
+		{"", "secrets", "get", false},
+		{"", "configmaps", "get", false},
+		{"cluster.open-cluster-management.io", "managedclusters", "get", false},
+		{"work.open-cluster-management.io", "manifestworks", "create", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.group+"/"+tt.resource+":"+tt.verb, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(allows(agentrbac.Rules(), tt.group, tt.resource, tt.verb)).To(Equal(tt.want))
+		})
+	}
+}
+
+func TestRulesHaveNoWildcards(t *testing.T) {
+	g := NewWithT(t)
+	for _, r := range agentrbac.Rules() {
+		g.Expect(r.APIGroups).NotTo(ContainElement("*"))
+		g.Expect(r.Resources).NotTo(ContainElement("*"))
+		g.Expect(r.Verbs).NotTo(ContainElement("*"))
+		g.Expect(r.ResourceNames).To(BeEmpty())
+		g.Expect(r.NonResourceURLs).To(BeEmpty())
+	}
+}
+
+func TestRoleAndBinding(t *testing.T) {
+	g := NewWithT(t)
+	role := agentrbac.Role("cluster1")
+	g.Expect(role.Namespace).To(Equal("cluster1"))
+	g.Expect(role.Name).To(Equal("canopy-agent"))
+	g.Expect(role.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "canopy"))
+	g.Expect(role.Rules).To(Equal(agentrbac.Rules()))
+
+	rb := agentrbac.RoleBinding("cluster1", agentrbac.GroupSubject("cluster1"))
+	g.Expect(rb.Namespace).To(Equal("cluster1"))
+	g.Expect(rb.Name).To(Equal(role.Name))
+	g.Expect(rb.RoleRef).To(Equal(rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name}))
+	g.Expect(rb.Subjects).To(ConsistOf(rbacv1.Subject{
+		Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName,
+		Name: "system:open-cluster-management:cluster:cluster1:addon:canopy-policy",
+	}))
+
+	// Callers may mutate what they get without affecting the next caller.
+	role.Labels["x"] = "y"
+	role.Rules[0].Verbs[0] = "delete"
+	g.Expect(agentrbac.Role("cluster1").Labels).NotTo(HaveKey("x"))
+	g.Expect(agentrbac.Rules()[0].Verbs[0]).To(Equal("get"))
+}
+
+// TestIdentityMatchesOCM guards against drift from the names OCM's addon
+// registration gives the agent.
+func TestIdentityMatchesOCM(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(agentrbac.User("c1")).To(Equal(agent.DefaultUser("c1", agentrbac.AddonName, agentrbac.AgentName)))
+	g.Expect(agentrbac.Groups("c1")).To(Equal(agent.DefaultGroups("c1", agentrbac.AddonName)))
+	g.Expect(agentrbac.Group("c1")).To(Equal(agent.DefaultGroups("c1", agentrbac.AddonName)[0]))
+}

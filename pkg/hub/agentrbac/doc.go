@@ -1,0 +1,14 @@
+// Package agentrbac defines the hub permissions of a managed cluster's
+// Canopy agent, and builds the Role and RoleBinding that grant them.
+//
+// The agent talks to the hub only about its own cluster: it reads the
+// replicated policies in its cluster namespace, writes their status, records
+// compliance events there and holds a lease there so the hub sees its
+// health. Rules lists exactly that, and Role scopes it to one namespace, so a
+// compromised agent cannot read or change another cluster's policies, the
+// root policies, Secrets, or any cluster-scoped object on the hub.
+//
+// The same objects are used by internal/testenv (client-certificate and
+// ServiceAccount identities) and by the hub's OCM addon permission hook
+// (the identity registered through the CSR flow).
+package agentrbac
