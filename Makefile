@@ -3,6 +3,7 @@
 KUBE_VERSION ?= 1.37.1
 ENVTEST_ASSETS ?= $(CURDIR)/bin/k8s/$(KUBE_VERSION)
 CONTROLLER_GEN ?= $(CURDIR)/bin/controller-gen
+GOLANGCI_LINT ?= $(CURDIR)/bin/golangci-lint
 GO_TEST_FLAGS ?= -timeout 45m
 export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
 
@@ -39,18 +40,17 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: lint
-lint: vet ## Run the linters (go vet, gofmt check).
-	@out=$$(gofmt -s -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
-		if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml: govet, staticcheck, errcheck, gosec, ...).
+	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: lint ## Fail when a generated file or go.mod is stale.
+verify: ## Fail when a generated file or go.mod is stale.
 	hack/verify-generated.sh
 
 ##@ Test
 
 .PHONY: test
-test: verify envtest-assets ## Run every test (unit, envtest, e2e) against real API servers.
+test: lint verify envtest-assets ## Run every test (unit, envtest, e2e) against real API servers.
 	go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: test-e2e
@@ -76,6 +76,9 @@ demo: envtest-assets ## Start a local hub and two managed clusters (real API ser
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver and etcd into bin/k8s/ (once; minutes the first time).
 	KUBE_VERSION=$(KUBE_VERSION) ENVTEST_ASSETS_DIR=$(ENVTEST_ASSETS) hack/install-envtest-assets.sh
+
+$(GOLANGCI_LINT): hack/lint/go.mod
+	cd hack/lint && go build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 $(CONTROLLER_GEN): hack/tools/go.mod
 	cd hack/tools && go build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen

@@ -3,6 +3,7 @@ package testenv
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -148,8 +149,9 @@ func TestInterruptStopsEnv(t *testing.T) {
 
 	g.Expect(cmd.Process.Signal(os.Interrupt)).To(Succeed())
 	err := cmd.Wait()
-	g.Expect(err).To(HaveOccurred())
-	g.Expect(err.(*exec.ExitError).Sys().(syscall.WaitStatus).Signal()).To(Equal(syscall.SIGINT), "dies of the signal")
+	var exitErr *exec.ExitError
+	g.Expect(errors.As(err, &exitErr)).To(BeTrue(), "exits abnormally: %v", err)
+	g.Expect(exitErr.Sys().(syscall.WaitStatus).Signal()).To(Equal(syscall.SIGINT), "dies of the signal")
 	g.Expect(alive()).To(BeEmpty())
 	g.Expect(filepath.Join(dir, stateDirName)).NotTo(BeAnExistingFile())
 	g.Expect(filepath.Join(dir, "hub.kubeconfig")).To(BeAnExistingFile(), "a caller's Dir keeps its kubeconfigs")
