@@ -20,6 +20,8 @@ import (
 
 	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/scheme"
+	"github.com/canopy-policy/canopy/pkg/compliance"
+	"github.com/canopy-policy/canopy/pkg/spoke/configpolicy"
 )
 
 // options are the agent's flags.
@@ -73,6 +75,30 @@ func parseFlags(args []string) (options, error) {
 	return opts, errors.Join(errs...)
 }
 
+// controller is what every controller of the agent is to run.
+type controller interface {
+	SetupWithManager(mgr ctrl.Manager) error
+}
+
+// managedControllers lists the controllers that work on the managed
+// cluster, sharing one compliance event recorder so that they all see the
+// same last event of each template.
+func managedControllers(mgr ctrl.Manager) []controller {
+	instance, err := os.Hostname() // the pod's name in a cluster
+	if err != nil {
+		instance = "canopy-agent"
+	}
+	recorder := compliance.NewRecorder(mgr.GetClient(), mgr.GetAPIReader(),
+		compliance.EventSource{Component: "canopy-agent", Instance: instance})
+	return []controller{
+		&configpolicy.Reconciler{
+			ManagedClient: mgr.GetClient(),
+			ManagedReader: mgr.GetAPIReader(),
+			Recorder:      recorder,
+		},
+	}
+}
+
 // run starts the agent and blocks until ctx is cancelled.
 func run(ctx context.Context, opts options) error {
 	managedCfg, err := cmdutil.RESTConfig(opts.kubeconfig)
@@ -101,6 +127,11 @@ func run(ctx context.Context, opts options) error {
 	}
 	if err := mgr.Add(hub); err != nil {
 		return fmt.Errorf("adding hub cluster: %w", err)
+	}
+	for _, c := range managedControllers(mgr) {
+		if err := c.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up %T: %w", c, err)
+		}
 	}
 	if err := cmdutil.AddProbes(mgr, map[string]cache.Cache{"managed": mgr.GetCache()}); err != nil {
 		return err

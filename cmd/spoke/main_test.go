@@ -3,8 +3,14 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
 
 	"github.com/canopy-policy/canopy/internal/cmdutil/cmdtest"
 	"github.com/canopy-policy/canopy/internal/testenv"
@@ -56,5 +62,24 @@ func TestRun(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	stop := cmdtest.RunUntilReady(t, opts.serving.HealthAddress, func(ctx context.Context) error { return run(ctx, opts) })
+	expectConfigurationPoliciesEvaluated(t, cluster.Client)
 	stop()
+}
+
+// expectConfigurationPoliciesEvaluated checks that the running agent
+// evaluates a ConfigurationPolicy on the managed cluster.
+func expectConfigurationPoliciesEvaluated(t *testing.T, c client.Client) {
+	g := NewWithT(t)
+	ns := testenv.Namespace(t, c)
+	p := &policyv1.ConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ns-exists"}}
+	p.Spec.RemediationAction = policyv1.Inform
+	p.Spec.ObjectTemplates = []policyv1.ObjectTemplate{{
+		ComplianceType:   policyv1.MustHave,
+		ObjectDefinition: runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + ns + `"}}`)},
+	}}
+	g.Expect(c.Create(t.Context(), p)).To(Succeed())
+	g.Eventually(func(g Gomega) policyv1.ComplianceState {
+		g.Expect(c.Get(t.Context(), client.ObjectKeyFromObject(p), p)).To(Succeed())
+		return p.Status.ComplianceState
+	}, time.Minute, 100*time.Millisecond).Should(Equal(policyv1.Compliant))
 }

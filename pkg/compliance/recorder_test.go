@@ -1,0 +1,129 @@
+package compliance
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/testenv"
+)
+
+func newPolicy(t *testing.T, c client.Client, ns, name string) *policyv1.Policy {
+	t.Helper()
+	p := &policyv1.Policy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       policyv1.PolicySpec{PolicyTemplates: []policyv1.PolicyTemplate{}},
+	}
+	if err := c.Create(t.Context(), p); err != nil {
+		t.Fatalf("creating policy: %v", err)
+	}
+	return p
+}
+
+func eventsOf(t *testing.T, g Gomega, c client.Client, p *policyv1.Policy) []corev1.Event {
+	list := &corev1.EventList{}
+	g.Expect(c.List(t.Context(), list, client.InNamespace(p.Namespace))).To(Succeed())
+	var out []corev1.Event
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.UID == p.UID {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// TestRecorder records a sequence of compliance states through recorders
+// that restart, and checks that each change is recorded once.
+func TestRecorder(t *testing.T) {
+	g := NewWithT(t)
+	cp := controlPlane(t)
+	ns := testenv.Namespace(t, cp.Client)
+	policy := newPolicy(t, cp.Client, ns, "parent")
+	parent := ParentFromPolicy(policy)
+	template := types.NamespacedName{Namespace: ns, Name: "cfg"}
+	related := &corev1.ObjectReference{Kind: "ConfigurationPolicy", Namespace: ns, Name: "cfg"}
+	src := EventSource{Component: "canopy-agent", Instance: "test"}
+	nonCompliant := Compliance{Template: template, State: policyv1.NonCompliant, Message: "violation - missing"}
+	created := Compliance{Template: template, State: policyv1.Compliant, Message: "notification - created"}
+	found := Compliance{Template: template, State: policyv1.Compliant, Message: "notification - found"}
+
+	steps := []struct {
+		c          Compliance
+		remediated bool
+		restart    bool
+		want       bool
+	}{
+		{c: nonCompliant, want: true},
+		{c: nonCompliant, want: false},
+		{c: nonCompliant, restart: true, want: false}, // learnt from the API server
+		{c: created, remediated: true, want: true},
+		{c: found, restart: true, want: false}, // the fix settling, learnt after a restart
+		{c: found, want: false},
+		{c: nonCompliant, want: true},
+	}
+	r := NewRecorder(cp.Client, cp.Client, src)
+	for i, step := range steps {
+		if step.restart {
+			r = NewRecorder(cp.Client, cp.Client, src)
+		}
+		got, err := r.Record(t.Context(), parent, step.c, RecordOptions{Related: related, Remediated: step.remediated})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(step.want), "step %d", i)
+	}
+
+	events := eventsOf(t, g, cp.Client, policy)
+	g.Expect(events).To(HaveLen(3))
+	for _, ev := range events {
+		g.Expect(ev.Reason).To(Equal("policy: " + ns + "/cfg"))
+		g.Expect(ev.InvolvedObject.Name).To(Equal("parent"))
+		g.Expect(ev.Related).To(Equal(related))
+		g.Expect(ev.Source.Component).To(Equal("canopy-agent"))
+		c, err := Parse(&ev)
+		g.Expect(err).NotTo(HaveOccurred())
+		switch c {
+		case nonCompliant:
+			g.Expect(ev.Type).To(Equal(corev1.EventTypeWarning))
+			g.Expect(ev.Action).To(Equal(ActionComplianceStateUpdate))
+		case created:
+			g.Expect(ev.Type).To(Equal(corev1.EventTypeNormal))
+			g.Expect(ev.Action).To(Equal(ActionRemediate))
+		default:
+			t.Errorf("unexpected event %s: %q", ev.Name, ev.Message)
+		}
+	}
+}
+
+func TestParentOf(t *testing.T) {
+	cp := controlPlane(t)
+	ns := testenv.Namespace(t, cp.Client)
+	policy := newPolicy(t, cp.Client, ns, "parent")
+	owner := metav1.OwnerReference{APIVersion: policyv1.GroupVersion.String(), Kind: "Policy", Name: "owner", UID: "owner-uid"}
+	other := metav1.OwnerReference{APIVersion: "v1", Kind: "Policy", Name: "x", UID: "x"}
+	tests := []struct {
+		name string
+		meta metav1.ObjectMeta
+		want *Parent
+	}{
+		{name: "owner reference", meta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{other, owner}},
+			want: &Parent{Namespace: ns, Name: "owner", UID: "owner-uid"}},
+		{name: "label", meta: metav1.ObjectMeta{Labels: map[string]string{policyv1.PolicyLabel: "parent"}},
+			want: &Parent{Namespace: ns, Name: "parent", UID: policy.UID}},
+		{name: "label of a missing policy", meta: metav1.ObjectMeta{Labels: map[string]string{policyv1.PolicyLabel: "gone"}}},
+		{name: "no parent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			tmpl := &policyv1.ConfigurationPolicy{ObjectMeta: tt.meta}
+			tmpl.Namespace = ns
+			got, err := ParentOf(t.Context(), cp.Client, tmpl)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(tt.want))
+		})
+	}
+}

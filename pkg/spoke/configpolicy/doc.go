@@ -1,0 +1,46 @@
+// Package configpolicy evaluates ConfigurationPolicy objects on the managed
+// cluster, with the semantics of OCM's config-policy-controller, so that
+// existing policies apply unchanged.
+//
+// It reconciles ConfigurationPolicy (policy.open-cluster-management.io/v1)
+// and is the only writer of its status: compliant, compliancyDetails (one
+// entry per object template, with OCM's messages such as "configmaps
+// [app-config] found but not as specified in namespace default"),
+// relatedObjects (with properties.createdByPolicy and uid) and
+// lastEvaluated/lastEvaluatedGeneration. It adds and removes the finalizer
+// PruneFinalizer, and records compliance events on the parent Policy
+// through pkg/compliance — one per change, not one per evaluation.
+//
+// Each object template is compared with the objects on the cluster by a
+// pure function (Matches, Merge; compare.go): musthave is a subset match in
+// which lists match by content, not position; mustonlyhave is an exact
+// match; mustnothave is violated by an object matching the template (with
+// only a kind and name, by any object of that name). Under enforce the
+// object is created, updated (to Merge's result) or deleted; under inform
+// nothing is written, but a server-side dry-run update tells apart a real
+// difference from fields the API server defaults.
+//
+// Kinds are resolved through discovery; a kind that is not served makes
+// the template NonCompliant and is looked up again when its CRD appears.
+// Namespaced templates without a namespace apply in every namespace the
+// policy's namespaceSelector chooses (namespaces.go).
+//
+// evaluationInterval "watch" (the default) reads objects through
+// github.com/stolostron/kubernetes-dependency-watches, which watches every
+// object an evaluation read and re-evaluates the policy when one changes; a
+// duration re-evaluates periodically; "never" stops once in that state
+// (interval.go).
+//
+// Templates that cannot be evaluated — an object definition that is not a
+// Kubernetes object, a selector that does not parse, an unknown kind, a
+// missing namespace, an object the API server refuses — make the policy
+// NonCompliant with a message saying why. Refusals a retry cannot fix wait
+// for a change; other failures are retried with a bounded backoff.
+//
+// recordDiff InStatus puts a unified diff (YAML; Secrets redacted) in
+// relatedObjects[].properties.diff; Log logs it.
+//
+// Not supported (reported as NonCompliant, or ignored where harmless): Go
+// templates ({{ }}) in names and object-templates-raw; customMessage and
+// recreateOption are ignored.
+package configpolicy

@@ -1,0 +1,454 @@
+package configpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+)
+
+// Reasons of objects the API server refused to change (enforce).
+const (
+	// ReasonCreateError: the object could not be created.
+	ReasonCreateError = "K8s creation error"
+	// ReasonUpdateError: the object could not be updated.
+	ReasonUpdateError = "K8s update template error"
+	// ReasonDeleteError: the object could not be deleted.
+	ReasonDeleteError = "K8s deletion error"
+	// ReasonGetError: the object could not be read.
+	ReasonGetError = "K8s get error"
+)
+
+var (
+	namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+	namespaceGVR = depclient.ScopedGVR{GroupVersionResource: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}}
+	crdGVK       = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
+	crdGVR       = depclient.ScopedGVR{GroupVersionResource: schema.GroupVersionResource{
+		Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}}
+)
+
+// evaluation is one evaluation of one ConfigurationPolicy: what it reads
+// with, and what it learns besides the outcomes.
+type evaluation struct {
+	r       *Reconciler
+	policy  *policyv1.ConfigurationPolicy
+	enforce bool
+	reader  objectReader
+	// watching says that reader watches what it reads.
+	watching bool
+	// previous are the related objects of the last evaluation, whose
+	// createdByPolicy facts carry over while the object's UID is the same.
+	previous map[policyv1.ObjectResource]policyv1.RelatedObject
+	// unknownKind says that a template's kind is not served (yet).
+	unknownKind bool
+	// transient are failures worth retrying.
+	transient []error
+	// invalid say why templates cannot be applied until the policy changes.
+	invalid []string
+}
+
+// objectOutcome is the evaluation of one object: its result, the object as
+// it is afterwards (nil if absent), whether it matched only once the API
+// server's defaults were applied, and how it differed.
+type objectOutcome struct {
+	result      objectResult
+	obj         *unstructured.Unstructured
+	dryRunMatch bool
+	// diff is the difference from the template, under recordDiff InStatus.
+	diff string
+}
+
+// run evaluates every object template of the policy.
+func (e *evaluation) run(ctx context.Context) []templateOutcome {
+	if e.policy.Spec.ObjectTemplatesRaw != "" {
+		msg := "object-templates-raw is not supported by Canopy; list the objects in object-templates"
+		e.invalid = append(e.invalid, msg)
+		return []templateOutcome{errorOutcome("", ReasonUnsupported, msg)}
+	}
+	outcomes := make([]templateOutcome, 0, len(e.policy.Spec.ObjectTemplates))
+	for i, ot := range e.policy.Spec.ObjectTemplates {
+		outcomes = append(outcomes, e.evaluateTemplate(ctx, i, ot))
+	}
+	return outcomes
+}
+
+func (e *evaluation) evaluateTemplate(ctx context.Context, index int, ot policyv1.ObjectTemplate) templateOutcome {
+	t, terr := parseTemplate(e.policy.Name, index, ot)
+	if terr != nil {
+		e.invalid = append(e.invalid, terr.message)
+		return errorOutcome("", terr.reason, terr.message)
+	}
+	gvr, failed := e.mapping(ctx, t)
+	if failed != nil {
+		return *failed
+	}
+	namespaces, terr := e.namespacesFor(ctx, t, gvr)
+	if terr != nil {
+		return errorOutcome(gvr.Resource, terr.reason, terr.message)
+	}
+	out := templateOutcome{resource: gvr.Resource}
+	for _, ns := range namespaces {
+		if t.name != "" {
+			e.evaluateNamed(ctx, t, gvr, ns, &out)
+		} else {
+			e.evaluateUnnamed(ctx, t, gvr, ns, &out)
+		}
+	}
+	return out
+}
+
+// mapping resolves the template's kind through discovery. A kind the
+// cluster does not serve makes the template NonCompliant, and the policy is
+// looked at again when a CRD of that kind appears.
+func (e *evaluation) mapping(ctx context.Context, t *objectTemplate) (depclient.ScopedGVR, *templateOutcome) {
+	gvr, err := e.r.watcher.GVKToGVR(t.gvk)
+	switch {
+	case err == nil, errors.Is(err, depclient.ErrResourceUnwatchable):
+		return gvr, nil
+	case errors.Is(err, depclient.ErrNoVersionedResource):
+		e.awaitKind(ctx, t.gvk)
+		out := errorOutcome("", ReasonMappingError, fmt.Sprintf("couldn't find mapping resource with kind %s in API "+
+			"version %s, please check if you have CRD deployed", t.gvk.Kind, t.gvk.GroupVersion()))
+		return gvr, &out
+	default:
+		e.transient = append(e.transient, fmt.Errorf("finding the API resource of %s: %w", t.gvk, err))
+		out := errorOutcome("", ReasonMappingError, fmt.Sprintf("Error finding the API resource of kind %s in API "+
+			"version %s: %v", t.gvk.Kind, t.gvk.GroupVersion(), err))
+		return gvr, &out
+	}
+}
+
+// awaitKind notes that gvk is not served and, when watching, watches the
+// CustomResourceDefinition that would serve it, by its conventional name.
+func (e *evaluation) awaitKind(ctx context.Context, gvk schema.GroupVersionKind) {
+	e.unknownKind = true
+	if !e.watching || gvk.Group == "" {
+		return
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	if _, err := e.reader.get(ctx, crdGVR, crdGVK, "", plural.Resource+"."+gvk.Group); err != nil {
+		ctrl.LoggerFrom(ctx).V(4).Info("Cannot watch for the CRD of a missing kind", "kind", gvk.String(), "error", err.Error())
+	}
+}
+
+// namespacesFor returns the namespaces to evaluate t in: "" for a
+// cluster-scoped kind, the template's namespace, or those the policy's
+// namespaceSelector chooses.
+func (e *evaluation) namespacesFor(ctx context.Context, t *objectTemplate, gvr depclient.ScopedGVR) ([]string, *templateError) {
+	sel := e.policy.Spec.NamespaceSelector
+	switch {
+	case !gvr.Namespaced:
+		return []string{""}, nil
+	case t.namespace != "":
+		return []string{t.namespace}, nil
+	case len(sel.Include) == 0 && sel.LabelSelector == nil:
+		terr := missingNamespace(t)
+		e.invalid = append(e.invalid, terr.message)
+		return nil, terr
+	}
+	all, err := e.namespaces(ctx)
+	if err != nil {
+		e.transient = append(e.transient, err)
+		return nil, &templateError{ReasonNamespaceSelectorError, fmt.Sprintf("Error listing namespaces: %v", err)}
+	}
+	names, err := selectNamespaces(sel, all)
+	if err != nil {
+		msg := fmt.Sprintf("Error filtering namespaces with provided namespaceSelector: %v", err)
+		e.invalid = append(e.invalid, msg)
+		return nil, &templateError{ReasonNamespaceSelectorError, msg}
+	}
+	if len(names) == 0 {
+		return nil, missingNamespace(t)
+	}
+	return names, nil
+}
+
+func missingNamespace(t *objectTemplate) *templateError {
+	name := ""
+	if t.name != "" {
+		name = " " + t.name
+	}
+	return &templateError{ReasonMissingNamespace, fmt.Sprintf("namespaced object%s of kind %s has no namespace "+
+		"specified from the policy namespaceSelector nor the object metadata", name, t.gvk.Kind)}
+}
+
+func (e *evaluation) namespaces(ctx context.Context) ([]namespace, error) {
+	objs, err := e.reader.list(ctx, namespaceGVR, namespaceGVK, "", nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing namespaces: %w", err)
+	}
+	out := make([]namespace, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, namespace{name: o.GetName(), labels: o.GetLabels()})
+	}
+	return out, nil
+}
+
+// evaluateNamed evaluates the object t names in namespace ns.
+func (e *evaluation) evaluateNamed(ctx context.Context, t *objectTemplate, gvr depclient.ScopedGVR, ns string, out *templateOutcome) {
+	existing, err := e.reader.get(ctx, gvr, t.gvk, ns, t.name)
+	var o objectOutcome
+	switch {
+	case err != nil:
+		e.transient = append(e.transient, err)
+		o.result = objectResult{reason: ReasonGetError,
+			message: fmt.Sprintf("Error getting %s %s: %v", gvr.Resource, identifier(t.name, ns), err)}
+	case t.complianceType.IsMustNotHave():
+		o = e.mustNotHave(ctx, t, gvr, existing)
+	case existing == nil:
+		o = e.missing(ctx, t, gvr, ns)
+	default:
+		o = e.found(ctx, t, gvr, existing)
+	}
+	o.result.namespace, o.result.names = ns, []string{t.name}
+	e.add(out, t, ns, t.name, o)
+}
+
+// evaluateUnnamed evaluates the objects of t's kind in namespace ns (those
+// its objectSelector selects): for musthave and mustonlyhave one matching
+// object complies; for mustnothave none may match.
+func (e *evaluation) evaluateUnnamed(ctx context.Context, t *objectTemplate, gvr depclient.ScopedGVR, ns string, out *templateOutcome) {
+	objs, err := e.reader.list(ctx, gvr, t.gvk, ns, t.selector)
+	if err != nil {
+		e.transient = append(e.transient, err)
+		out.results = append(out.results, objectResult{namespace: ns, reason: ReasonGetError,
+			message: fmt.Sprintf("Error listing %s%s: %v", gvr.Resource, inNamespace(ns), err)})
+		return
+	}
+	var matching []*unstructured.Unstructured
+	for i := range objs {
+		if objs[i].GetDeletionTimestamp() == nil && e.matches(t, &objs[i]) {
+			matching = append(matching, &objs[i])
+		}
+	}
+	slices.SortFunc(matching, func(a, b *unstructured.Unstructured) int { return strings.Compare(a.GetName(), b.GetName()) })
+	mustNot := t.complianceType.IsMustNotHave()
+	if len(matching) == 0 {
+		res := objectResult{namespace: ns, reason: ReasonNotFound}
+		if mustNot {
+			res.reason, res.compliant = ReasonNotFoundAsExpected, true
+		}
+		out.results = append(out.results, res)
+		return
+	}
+	for _, obj := range matching {
+		o := objectOutcome{result: objectResult{reason: ReasonFoundAsExpected, compliant: true}, obj: obj}
+		if mustNot {
+			o = e.mustNotHave(ctx, t, gvr, obj)
+		}
+		o.result.namespace, o.result.names = ns, []string{obj.GetName()}
+		e.add(out, t, ns, obj.GetName(), o)
+	}
+}
+
+func (e *evaluation) matches(t *objectTemplate, obj *unstructured.Unstructured) bool {
+	mode, metadataMode := t.mode, t.metadataMode
+	if t.complianceType.IsMustNotHave() {
+		mode, metadataMode = Subset, Subset
+	}
+	ok, _ := compareObject(t.object, obj.Object, mode, metadataMode)
+	return ok
+}
+
+// missing handles a musthave or mustonlyhave object that does not exist.
+func (e *evaluation) missing(ctx context.Context, t *objectTemplate, gvr depclient.ScopedGVR, ns string) objectOutcome {
+	if !e.enforce {
+		return objectOutcome{result: objectResult{reason: ReasonNotFound}}
+	}
+	obj := &unstructured.Unstructured{Object: t.newObject(ns)}
+	created, err := resourceFor(e.r.dynamic, gvr, ns).Create(ctx, obj, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) { // the watcher's cache lags: handle the object there is
+		if existing, getErr := (directReader{client: e.r.dynamic}).get(ctx, gvr, t.gvk, ns, t.name); getErr == nil && existing != nil {
+			return e.found(ctx, t, gvr, existing)
+		}
+	}
+	if err != nil {
+		if apierrors.IsNotFound(err) && ns != "" {
+			e.watchNamespace(ctx, ns) // created when the namespace is
+		}
+		return objectOutcome{result: e.apiFailure(err, ReasonCreateError, fmt.Sprintf(
+			"%s %s is missing, and cannot be created, reason: `%v`", gvr.Resource, identifier(t.name, ns), err))}
+	}
+	return objectOutcome{result: objectResult{reason: ReasonCreated, compliant: true}, obj: created}
+}
+
+// found handles a musthave or mustonlyhave object that exists. When the
+// update conflicts — the watcher's cache may lag behind the API server —
+// the object is read from the API server and handled once more.
+func (e *evaluation) found(ctx context.Context, t *objectTemplate, gvr depclient.ScopedGVR, existing *unstructured.Unstructured) objectOutcome {
+	o, err := e.fix(ctx, t, gvr, existing)
+	if apierrors.IsConflict(err) {
+		fresh, getErr := directReader{client: e.r.dynamic}.get(ctx, gvr, t.gvk, existing.GetNamespace(), existing.GetName())
+		if getErr == nil && fresh != nil {
+			o, err = e.fix(ctx, t, gvr, fresh)
+		}
+	}
+	if err != nil {
+		o.result = e.apiFailure(err, ReasonUpdateError, fmt.Sprintf(
+			"Error updating the object `%s`, the error is `%v`", existing.GetName(), err))
+	}
+	return o
+}
+
+// fix compares an existing object with the template and, under enforce,
+// updates it to comply; it returns the update's error. An object that
+// differs only where the API server would put the same values back
+// (defaults) complies: a server-side dry-run update tells.
+func (e *evaluation) fix(ctx context.Context, t *objectTemplate, gvr depclient.ScopedGVR, existing *unstructured.Unstructured) (objectOutcome, error) {
+	o := objectOutcome{result: objectResult{reason: ReasonFoundAsExpected, compliant: true}, obj: existing}
+	matches, desired := compareObject(t.object, existing.Object, t.mode, t.metadataMode)
+	switch {
+	case matches:
+		return o, nil
+	case equality.Semantic.DeepEqual(desired, existing.Object): // only status differs: nothing to write
+		return objectOutcome{result: objectResult{reason: ReasonFoundNoMatch}, obj: existing}, nil
+	}
+	res := resourceFor(e.r.dynamic, gvr, existing.GetNamespace())
+	want := &unstructured.Unstructured{Object: desired}
+	dry, err := res.Update(ctx, want, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err == nil && sameCompared(t.object, dry.Object, existing.Object) {
+		o.dryRunMatch = true
+		return o, nil
+	}
+	o = objectOutcome{result: objectResult{reason: ReasonFoundNoMatch}, obj: existing, diff: e.recordDiff(ctx, t, existing, desired)}
+	if !e.enforce {
+		return o, nil
+	}
+	updated, err := res.Update(ctx, want, metav1.UpdateOptions{})
+	if err != nil {
+		return o, err
+	}
+	o.result, o.obj = objectResult{reason: ReasonUpdated, compliant: true}, updated
+	return o, nil
+}
+
+// recordDiff returns the difference between existing and desired when the
+// template's recordDiff is InStatus, and logs it when it is Log.
+func (e *evaluation) recordDiff(ctx context.Context, t *objectTemplate, existing *unstructured.Unstructured, desired map[string]any) string {
+	if t.recordDiff != policyv1.RecordDiffInStatus && t.recordDiff != policyv1.RecordDiffLog {
+		return ""
+	}
+	id := existing.GetName()
+	if ns := existing.GetNamespace(); ns != "" {
+		id = ns + "/" + id
+	}
+	diff := objectDiff(id, existing.Object, desired)
+	if t.recordDiff == policyv1.RecordDiffLog {
+		ctrl.LoggerFrom(ctx).Info("Object differs from its template", "policy", klog.KObj(e.policy),
+			"object", id, "kind", t.gvk.Kind, "diff", diff)
+		return ""
+	}
+	return diff
+}
+
+// mustNotHave handles a mustnothave template: an object that matches it
+// (with only a kind and name, any object of that name) violates it. An
+// object being deleted counts as gone.
+func (e *evaluation) mustNotHave(ctx context.Context, t *objectTemplate, gvr depclient.ScopedGVR, existing *unstructured.Unstructured) objectOutcome {
+	if existing == nil || existing.GetDeletionTimestamp() != nil || !e.matches(t, existing) {
+		return objectOutcome{result: objectResult{reason: ReasonNotFoundAsExpected, compliant: true}}
+	}
+	if !e.enforce {
+		return objectOutcome{result: objectResult{reason: ReasonFoundUnwanted}, obj: existing}
+	}
+	uid := existing.GetUID()
+	err := resourceFor(e.r.dynamic, gvr, existing.GetNamespace()).Delete(ctx, existing.GetName(),
+		metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return objectOutcome{result: e.apiFailure(err, ReasonDeleteError, fmt.Sprintf(
+			"%s %s exists, and cannot be deleted, reason: `%v`", gvr.Resource,
+			identifier(existing.GetName(), existing.GetNamespace()), err)), obj: existing}
+	}
+	return objectOutcome{result: objectResult{reason: ReasonDeleted, compliant: true}}
+}
+
+// apiFailure is the result of a write the API server refused. Refusals
+// that a retry cannot fix wait for a change of the policy (invalid objects)
+// or of the cluster (forbidden, not found...); the others are retried with
+// backoff.
+func (e *evaluation) apiFailure(err error, reason, message string) objectResult {
+	switch {
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		e.invalid = append(e.invalid, message)
+	case !permanent(err):
+		e.transient = append(e.transient, err)
+	}
+	return objectResult{reason: reason, message: message}
+}
+
+func permanent(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || apierrors.IsForbidden(err) ||
+		apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err) || apierrors.IsNotAcceptable(err) ||
+		apierrors.IsUnsupportedMediaType(err) || apierrors.IsRequestEntityTooLargeError(err)
+}
+
+// watchNamespace watches namespace ns, when watching.
+func (e *evaluation) watchNamespace(ctx context.Context, ns string) {
+	if !e.watching {
+		return
+	}
+	if _, err := e.reader.get(ctx, namespaceGVR, namespaceGVK, "", ns); err != nil {
+		ctrl.LoggerFrom(ctx).V(4).Info("Cannot watch a namespace", "namespace", ns, "error", err.Error())
+	}
+}
+
+// add adds the outcome of one object to out.
+func (e *evaluation) add(out *templateOutcome, t *objectTemplate, ns, name string, o objectOutcome) {
+	out.results = append(out.results, o.result)
+	switch o.result.reason {
+	case ReasonCreated, ReasonUpdated, ReasonDeleted:
+		out.remediated = true
+	}
+	apiVersion, kind := t.gvk.ToAPIVersionAndKind()
+	out.related = append(out.related, relatedObject(apiVersion, kind, ns, name, o.result.compliant,
+		relatedReason(o.result), e.properties(apiVersion, kind, ns, name, o)))
+}
+
+// relatedReason is the reason of a related object: the result's, or for
+// errors the error's message.
+func relatedReason(r objectResult) string {
+	if _, known := phrases[r.reason]; known || r.message == "" {
+		return r.reason
+	}
+	return r.message
+}
+
+// properties are the facts about an existing object that pruning needs:
+// whether this policy created it (remembered while its UID is the same).
+func (e *evaluation) properties(apiVersion, kind, ns, name string, o objectOutcome) *policyv1.ObjectProperties {
+	if o.obj == nil {
+		return nil
+	}
+	uid := string(o.obj.GetUID())
+	created := o.result.reason == ReasonCreated
+	key := policyv1.ObjectResource{APIVersion: apiVersion, Kind: kind, Metadata: policyv1.ObjectMetadata{Name: name, Namespace: ns}}
+	if prev, ok := e.previous[key]; ok && prev.Properties != nil && prev.Properties.UID == uid &&
+		prev.Properties.CreatedByPolicy != nil && *prev.Properties.CreatedByPolicy {
+		created = true
+	}
+	return &policyv1.ObjectProperties{CreatedByPolicy: &created, UID: uid, MatchesAfterDryRun: o.dryRunMatch, Diff: o.diff}
+}
+
+func identifier(name, ns string) string {
+	return "[" + name + "]" + inNamespace(ns)
+}
+
+func inNamespace(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " in namespace " + ns
+}
