@@ -12,11 +12,15 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/scheme"
+	"github.com/canopy-policy/canopy/pkg/hub/propagator"
+	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
 )
 
 // leaderElectionID names the Lease the hub replicas compete for.
@@ -28,6 +32,7 @@ type options struct {
 	kubeconfig              string
 	leaderElect             bool
 	leaderElectionNamespace string
+	concurrentReconciles    int
 	zap                     *zap.Options
 }
 
@@ -56,12 +61,17 @@ func parseFlags(args []string) (options, error) {
 		"Elect a leader so that only one of several hub replicas reconciles at a time.")
 	fs.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election Lease; empty means the pod's own namespace.")
+	fs.IntVar(&opts.concurrentReconciles, "concurrent-reconciles", 2,
+		"How many root policies (and policy sets) each controller reconciles at once.")
 	opts.zap = opts.serving.BindFlags(fs, ":8080", ":8081")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
 	}
 	if fs.NArg() > 0 {
 		return opts, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if opts.concurrentReconciles < 1 {
+		return opts, fmt.Errorf("--concurrent-reconciles must be at least 1, not %d", opts.concurrentReconciles)
 	}
 	return opts, nil
 }
@@ -74,6 +84,7 @@ func run(ctx context.Context, opts options) error {
 	}
 	mgrOpts := manager.Options{
 		Scheme:                  scheme.New(),
+		Cache:                   cacheOptions(),
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: opts.leaderElectionNamespace,
@@ -89,9 +100,45 @@ func run(ctx context.Context, opts options) error {
 	if err := cmdutil.AddProbes(mgr, map[string]cache.Cache{"hub": mgr.GetCache()}); err != nil {
 		return err
 	}
+	for _, c := range controllers(mgr, opts) {
+		if err := c.SetupWithManager(ctx, mgr); err != nil {
+			return fmt.Errorf("setting up %T: %w", c, err)
+		}
+	}
 	ctrl.Log.Info("Starting hub controller", "leaderElection", opts.leaderElect)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
+}
+
+// controller is what every hub controller provides.
+type controller interface {
+	SetupWithManager(ctx context.Context, mgr ctrl.Manager) error
+}
+
+// controllers lists every controller the hub runs.
+func controllers(mgr ctrl.Manager, opts options) []controller {
+	c := mgr.GetClient()
+	return []controller{
+		&propagator.Reconciler{
+			Client:                  c,
+			Recorder:                mgr.GetEventRecorder("canopy-" + propagator.ControllerName),
+			MaxConcurrentReconciles: opts.concurrentReconciles,
+		},
+		&rootstatus.Reconciler{Client: c, MaxConcurrentReconciles: opts.concurrentReconciles},
+		&rootstatus.PolicySetReconciler{Client: c, MaxConcurrentReconciles: opts.concurrentReconciles},
+	}
+}
+
+// cacheOptions keeps the hub's cache lean: no managedFields anywhere, no
+// compliance history of replicas (see propagator.TrimPolicy). Placements
+// are cached as metadata only, by the propagator's watch.
+func cacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&policyv1.Policy{}: {Transform: propagator.TrimPolicy},
+		},
+	}
 }

@@ -3,8 +3,16 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
 
 	"github.com/canopy-policy/canopy/internal/cmdutil/cmdtest"
 	"github.com/canopy-policy/canopy/internal/testenv"
@@ -18,8 +26,12 @@ func TestParseFlags(t *testing.T) {
 	g.Expect(opts.leaderElect).To(BeTrue())
 	g.Expect(opts.serving.HealthAddress).To(Equal(":8081"))
 
+	g.Expect(opts.concurrentReconciles).To(Equal(2))
+
 	_, err = parseFlags([]string{"stray"})
 	g.Expect(err).To(MatchError(ContainSubstring("unexpected arguments")))
+	_, err = parseFlags([]string{"--concurrent-reconciles", "0"})
+	g.Expect(err).To(MatchError(ContainSubstring("at least 1")))
 }
 
 // TestRun starts the hub against a real API server with leader election, waits
@@ -38,5 +50,41 @@ func TestRun(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	stop := cmdtest.RunUntilReady(t, opts.serving.HealthAddress, func(ctx context.Context) error { return run(ctx, opts) })
+	expectControllersRun(t, hub.Client)
 	stop()
+}
+
+// expectControllersRun checks that run started every hub controller: a
+// policy bound to a placement gets a replica (propagator), per-cluster
+// status (rootstatus), and its policy set a status (policysetstatus).
+func expectControllersRun(t *testing.T, c client.Client) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	for _, ns := range []string{"cluster1", "policies"} {
+		g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	}
+	pd := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: "pl-1", Namespace: "policies",
+		Labels: map[string]string{clusterv1beta1.PlacementLabel: "pl"}}}
+	g.Expect(c.Create(ctx, pd)).To(Succeed())
+	pd.Status.Decisions = []clusterv1beta1.ClusterDecision{{ClusterName: "cluster1"}}
+	g.Expect(c.Status().Update(ctx, pd)).To(Succeed())
+	set := &policyv1beta1.PolicySet{ObjectMeta: metav1.ObjectMeta{Name: "set", Namespace: "policies"},
+		Spec: policyv1beta1.PolicySetSpec{Policies: []policyv1.NonEmptyString{"pol"}}}
+	g.Expect(c.Create(ctx, set)).To(Succeed())
+	g.Expect(c.Create(ctx, &policyv1.Policy{ObjectMeta: metav1.ObjectMeta{Name: "pol", Namespace: "policies"},
+		Spec: policyv1.PolicySpec{PolicyTemplates: []policyv1.PolicyTemplate{}}})).To(Succeed())
+	g.Expect(c.Create(ctx, &policyv1.PlacementBinding{ObjectMeta: metav1.ObjectMeta{Name: "pb", Namespace: "policies"},
+		PlacementRef: policyv1.PlacementSubject{APIGroup: clusterv1beta1.GroupName, Kind: "Placement", Name: "pl"},
+		Subjects:     []policyv1.Subject{{APIGroup: policyv1.GroupName, Kind: policyv1beta1.PolicySetKind, Name: "set"}}})).To(Succeed())
+
+	g.Eventually(func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: "cluster1", Name: "policies.pol"}, &policyv1.Policy{})
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		root := &policyv1.Policy{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "policies", Name: "pol"}, root)).To(Succeed())
+		g.Expect(root.Status.Status).To(HaveLen(1))
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(set), set)).To(Succeed())
+		g.Expect(set.Status.StatusMessage).NotTo(BeEmpty())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }

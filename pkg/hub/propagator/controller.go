@@ -1,0 +1,217 @@
+package propagator
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "propagator"
+
+// The propagator's permissions on the hub: replicas are created, updated
+// and deleted in any cluster namespace; events are recorded on roots.
+//
+// +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=placementbindings;policysets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placements;placementdecisions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconciler replicates root Policies to the managed clusters their
+// PlacementBindings select, and writes the root's status.placement and
+// Propagated condition.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the hub.
+	Client client.Client
+	// Recorder records propagation failures as events on the root policy.
+	Recorder events.EventRecorder
+	// MaxConcurrentReconciles is how many root policies are reconciled at
+	// once; zero means one.
+	MaxConcurrentReconciles int
+}
+
+// SetupWithManager registers the propagator's cache indexes and watches
+// with mgr.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := addIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&policyv1.Policy{}, builder.WithPredicates(rootChanged)).
+		Watches(&policyv1.Policy{}, handler.EnqueueRequestsFromMapFunc(replicaToRoot),
+			builder.WithPredicates(replicaChanged)).
+		Watches(&policyv1.PlacementBinding{}, handler.EnqueueRequestsFromMapFunc(r.bindingToPolicies)).
+		Watches(&policyv1beta1.PolicySet{}, handler.EnqueueRequestsFromMapFunc(r.policySetToPolicies),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(r.decisionToPolicies),
+			builder.WithPredicates(decisionsChanged)).
+		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(r.placementObjectToPolicies),
+			builder.OnlyMetadata, builder.WithPredicates(existenceChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Complete(r)
+}
+
+// Reconcile makes the replicas of one root Policy match its spec and
+// placement, and deletes the replicas of a root that no longer exists.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	defer observeDuration(time.Now())
+	policy := &policyv1.Policy{}
+	if err := r.Client.Get(ctx, req.NamespacedName, policy); err != nil {
+		if apierrors.IsNotFound(err) { // Note: no finalizer; replicas are found by label.
+			return ctrl.Result{}, r.reconcileDelete(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, fmt.Errorf("getting policy %s: %w", req.NamespacedName, err)
+	}
+	if IsReplica(policy) {
+		return ctrl.Result{}, nil
+	}
+	orig := policy.DeepCopy()
+	defer func() { // status is written once, here, whatever happens below
+		if equality.Semantic.DeepEqual(orig.Status, policy.Status) {
+			return
+		}
+		if err := r.Client.Status().Patch(ctx, policy, client.MergeFrom(orig)); err != nil {
+			retErr = kerrors.NewAggregate([]error{retErr, client.IgnoreNotFound(err)})
+		}
+	}()
+	if !policy.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, req.NamespacedName)
+	}
+	return r.reconcileNormal(ctx, policy)
+}
+
+func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Policy) (ctrl.Result, error) {
+	if n := len(policy.Namespace) + len(policy.Name); n > policyv1.MaxRootPolicyNameLength {
+		policy.Status.Placement = nil
+		r.setPropagated(policy, NameTooLongCondition(policy))
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("policy %s: namespace and name are %d characters, more than %d",
+			klog.KObj(policy), n, policyv1.MaxRootPolicyNameLength))
+	}
+	in, err := r.placementInputs(ctx, policy)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading the placements of %s: %w", klog.KObj(policy), err)
+	}
+	members, err := r.policySetMembers(ctx, policy)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading the policy sets %s depends on: %w", klog.KObj(policy), err)
+	}
+	res := ResolvePlacement(in)
+	policy.Status.Placement = res.Placements
+	failures := r.syncReplicas(ctx, policy, res.Clusters, members)
+	if len(failures) > 0 {
+		propagationFailures.WithLabelValues(policy.Namespace, policy.Name).Add(float64(len(failures)))
+	}
+	r.setPropagated(policy, PropagatedCondition(policy, res, failures))
+	return ctrl.Result{}, kerrors.NewAggregate(failures)
+}
+
+// reconcileDelete deletes every replica of the root policy key.
+func (r *Reconciler) reconcileDelete(ctx context.Context, key types.NamespacedName) error {
+	replicas, err := r.replicasOf(ctx, key.Namespace+"."+key.Name)
+	if err != nil {
+		return err
+	}
+	forgetPolicy(key)
+	return kerrors.NewAggregate(r.deleteReplicas(ctx, replicas))
+}
+
+// syncReplicas creates or updates the replica of each selected cluster and
+// deletes the others. One failing cluster does not stop the others.
+func (r *Reconciler) syncReplicas(ctx context.Context, root *policyv1.Policy, clusters []Cluster, members PolicySetMembers) []error {
+	existing, err := r.replicasOf(ctx, ReplicaName(root))
+	if err != nil {
+		return []error{err}
+	}
+	var errs []error
+	for _, c := range clusters {
+		desired := BuildReplica(root, c, members)
+		key := client.ObjectKeyFromObject(desired)
+		if err := r.applyReplica(ctx, desired, existing[key]); err != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
+		}
+		delete(existing, key)
+	}
+	return append(errs, r.deleteReplicas(ctx, existing)...)
+}
+
+// applyReplica creates desired, or patches existing to match it; it writes
+// nothing when existing is up to date.
+func (r *Reconciler) applyReplica(ctx context.Context, desired, existing *policyv1.Policy) error {
+	log := ctrl.LoggerFrom(ctx)
+	if existing == nil {
+		if err := r.Client.Create(ctx, desired); err != nil {
+			return fmt.Errorf("creating replica %s: %w", klog.KObj(desired), err)
+		}
+		log.Info("Created replica", "replica", klog.KObj(desired))
+		return nil
+	}
+	if ReplicaUpToDate(desired, existing) {
+		return nil
+	}
+	patched := existing.DeepCopy()
+	patched.Labels, patched.Annotations, patched.Spec = desired.Labels, desired.Annotations, desired.Spec
+	if err := r.Client.Patch(ctx, patched, client.MergeFrom(existing)); err != nil {
+		return fmt.Errorf("updating replica %s: %w", klog.KObj(desired), err)
+	}
+	log.Info("Updated replica", "replica", klog.KObj(desired))
+	return nil
+}
+
+// deleteReplicas deletes replicas, in the order of their keys.
+func (r *Reconciler) deleteReplicas(ctx context.Context, replicas map[types.NamespacedName]*policyv1.Policy) []error {
+	var errs []error
+	keys := slices.SortedFunc(maps.Keys(replicas), func(a, b types.NamespacedName) int {
+		return cmp.Compare(a.String(), b.String())
+	})
+	for _, key := range keys {
+		p := replicas[key]
+		if err := r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: deleting replica %s: %w", key.Namespace, klog.KObj(p), err))
+			continue
+		}
+		ctrl.LoggerFrom(ctx).Info("Deleted replica", "replica", klog.KObj(p))
+	}
+	return errs
+}
+
+// setPropagated sets ConditionPropagated and records a Warning event when
+// the policy turns to a failure it was not in.
+func (r *Reconciler) setPropagated(policy *policyv1.Policy, c metav1.Condition) {
+	var prev metav1.Condition // a copy: SetStatusCondition changes the condition in place
+	if found := meta.FindStatusCondition(policy.Status.Conditions, ConditionPropagated); found != nil {
+		prev = *found
+	}
+	meta.SetStatusCondition(&policy.Status.Conditions, c)
+	if !IsFailure(c) || (prev.Status == c.Status && prev.Reason == c.Reason) {
+		return
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(policy, nil, corev1.EventTypeWarning, c.Reason, "Propagate", "%s", c.Message)
+	}
+}

@@ -1,0 +1,37 @@
+package propagator
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// propagationFailures counts failed replica writes per root policy.
+	propagationFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "canopy_propagation_failures_total",
+		Help: "Replica creations, updates and deletions of a root policy that failed.",
+	}, []string{"namespace", "policy"})
+
+	// reconcileDuration measures whole reconciles of root policies.
+	reconcileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "canopy_propagator_reconcile_duration_seconds",
+		Help:    "Duration of the propagator's reconciles of root policies, status write included.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(propagationFailures, reconcileDuration)
+}
+
+func observeDuration(start time.Time) {
+	reconcileDuration.Observe(time.Since(start).Seconds())
+}
+
+// forgetPolicy drops the series of a deleted root policy.
+func forgetPolicy(key types.NamespacedName) {
+	propagationFailures.DeleteLabelValues(key.Namespace, key.Name)
+}

@@ -1,0 +1,70 @@
+package propagator
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestPropagatedCondition(t *testing.T) {
+	two := Resolution{Bound: true, Clusters: []Cluster{{Name: "c1"}, {Name: "c2"}}}
+	for _, tc := range []struct {
+		name        string
+		disabled    bool
+		res         Resolution
+		failures    []error
+		wantStatus  metav1.ConditionStatus
+		wantReason  string
+		wantMessage []string
+	}{
+		{"propagated", false, two, nil, metav1.ConditionTrue, ReasonPropagated,
+			[]string{"Replicated to 2 managed clusters."}},
+		{"propagated with a problem", false,
+			Resolution{Bound: true, Clusters: []Cluster{{Name: "c1"}}, Problems: []string{"Placement p of PlacementBinding b has no decisions"}},
+			nil, metav1.ConditionTrue, ReasonPropagated,
+			[]string{"Replicated to 1 managed cluster. Placement p of PlacementBinding b has no decisions."}},
+		{"disabled", true, Resolution{Bound: true}, nil, metav1.ConditionFalse, ReasonDisabled,
+			[]string{"spec.disabled is true"}},
+		{"unbound", false, Resolution{}, nil, metav1.ConditionFalse, ReasonNoClustersSelected,
+			[]string{"No PlacementBinding in namespace ns names this policy"}},
+		{"bound to empty placements", false, Resolution{Bound: true, Problems: []string{"P"}}, nil,
+			metav1.ConditionFalse, ReasonNoClustersSelected, []string{"select no managed cluster. P."}},
+		{"failures, sorted", false, two, []error{errors.New("cluster c2: boom"), errors.New("cluster c1: bang")},
+			metav1.ConditionFalse, ReasonPropagationFailed,
+			[]string{"failed for 2 of 2 selected managed clusters (retrying): cluster c1: bang; cluster c2: boom"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			root := rootPolicy()
+			root.Spec.Disabled = tc.disabled
+			c := PropagatedCondition(root, tc.res, tc.failures)
+			g.Expect(c.Type).To(Equal(ConditionPropagated))
+			g.Expect(c.Status).To(Equal(tc.wantStatus))
+			g.Expect(c.Reason).To(Equal(tc.wantReason))
+			g.Expect(c.ObservedGeneration).To(Equal(root.Generation))
+			for _, m := range tc.wantMessage {
+				g.Expect(c.Message).To(ContainSubstring(m))
+			}
+			g.Expect(IsFailure(c)).To(Equal(tc.wantReason == ReasonPropagationFailed))
+		})
+	}
+}
+
+func TestConditionMessagesAreBounded(t *testing.T) {
+	g := NewWithT(t)
+	c := PropagatedCondition(rootPolicy(), Resolution{Bound: true, Problems: []string{strings.Repeat("x", 10000)}}, nil)
+	g.Expect(len(c.Message)).To(BeNumerically("<=", maxMessageLength))
+}
+
+func TestNameTooLongCondition(t *testing.T) {
+	g := NewWithT(t)
+	root := rootPolicy()
+	root.Name = strings.Repeat("n", 61)
+	c := NameTooLongCondition(root)
+	g.Expect(c.Reason).To(Equal(ReasonNameTooLong))
+	g.Expect(c.Message).To(ContainSubstring("63 characters long together; at most 62 are allowed"))
+	g.Expect(IsFailure(c)).To(BeTrue())
+}

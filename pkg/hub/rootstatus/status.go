@@ -1,0 +1,200 @@
+package rootstatus
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+)
+
+// AllReporting is the PolicySet statusMessage when every member reports a
+// compliance.
+const AllReporting = "All policies are reporting status"
+
+// SelectedClusters returns the clusters of the decisions of a root
+// policy's status.placement, sorted and without duplicates: the clusters
+// the propagator selected for it.
+func SelectedClusters(placements []policyv1.Placement) []string {
+	clusters := sets.New[string]()
+	for _, p := range placements {
+		for _, d := range p.Decisions {
+			if d.ClusterName != "" {
+				clusters.Insert(d.ClusterName)
+			}
+		}
+	}
+	return sets.List(clusters)
+}
+
+// ClusterStatuses returns a root policy's status.status: one entry per
+// selected cluster, in the order of clusters, with the compliance of the
+// cluster's replica (absent from compliance: unknown).
+func ClusterStatuses(clusters []string, compliance map[string]policyv1.ComplianceState) []policyv1.CompliancePerClusterStatus {
+	if len(clusters) == 0 {
+		return nil
+	}
+	out := make([]policyv1.CompliancePerClusterStatus, 0, len(clusters))
+	for _, c := range clusters {
+		out = append(out, policyv1.CompliancePerClusterStatus{
+			ClusterName:      c,
+			ClusterNamespace: c,
+			ComplianceState:  Known(compliance[c]),
+		})
+	}
+	return out
+}
+
+// Known returns s when it is a compliance a root reports (Compliant,
+// NonCompliant or Pending), and "" (unknown) otherwise.
+func Known(s policyv1.ComplianceState) policyv1.ComplianceState {
+	switch s {
+	case policyv1.Compliant, policyv1.NonCompliant, policyv1.Pending:
+		return s
+	}
+	return ""
+}
+
+// Aggregate combines compliances: NonCompliant wins over Pending, which
+// wins over unknown (""), which wins over Compliant. No compliance at all
+// is unknown.
+func Aggregate(states ...policyv1.ComplianceState) policyv1.ComplianceState {
+	if len(states) == 0 {
+		return ""
+	}
+	rank := func(s policyv1.ComplianceState) int {
+		switch Known(s) {
+		case policyv1.NonCompliant:
+			return 3
+		case policyv1.Pending:
+			return 2
+		case "":
+			return 1
+		}
+		return 0
+	}
+	worst := policyv1.Compliant
+	for _, s := range states {
+		if rank(s) > rank(worst) {
+			worst = Known(s)
+		}
+	}
+	return worst
+}
+
+// RootCompliance is a root policy's status.compliant from its status.status.
+func RootCompliance(statuses []policyv1.CompliancePerClusterStatus) policyv1.ComplianceState {
+	states := make([]policyv1.ComplianceState, 0, len(statuses))
+	for _, s := range statuses {
+		states = append(states, s.ComplianceState)
+	}
+	return Aggregate(states...)
+}
+
+// SetStatus is the part of a PolicySet's status that PolicySetStatus computes.
+type SetStatus struct {
+	Placement     []policyv1beta1.PolicySetStatusPlacement
+	Compliant     policyv1.ComplianceState
+	StatusMessage string
+}
+
+// PolicySetStatus computes a PolicySet's status from its members, by name
+// (a nil or absent member is missing). A member's compliance is that of its
+// root status on the clusters the set's own placements select; disabled and
+// missing members do not count.
+func PolicySetStatus(set *policyv1beta1.PolicySet, members map[string]*policyv1.Policy) SetStatus {
+	if len(set.Spec.Policies) == 0 {
+		return SetStatus{}
+	}
+	var pending, disabled, unknown, missing []string
+	var states []policyv1.ComplianceState
+	placements := map[string]policyv1beta1.PolicySetStatusPlacement{}
+	for _, name := range set.Spec.Policies {
+		member := members[string(name)]
+		switch {
+		case member == nil:
+			missing = append(missing, string(name))
+			continue
+		case member.Spec.Disabled:
+			disabled = append(disabled, string(name))
+		}
+		addSetPlacements(placements, set.Name, member)
+		if member.Spec.Disabled {
+			continue
+		}
+		state := memberCompliance(set.Name, member)
+		states = append(states, state)
+		switch state {
+		case "":
+			unknown = append(unknown, string(name))
+		case policyv1.Pending:
+			pending = append(pending, string(name))
+		}
+	}
+	st := SetStatus{StatusMessage: statusMessage(pending, disabled, unknown, missing)}
+	st.Compliant = Aggregate(states...)
+	for _, binding := range slices.Sorted(maps.Keys(placements)) {
+		st.Placement = append(st.Placement, placements[binding])
+	}
+	return st
+}
+
+// memberCompliance is the member's compliance on the clusters selected
+// through the set.
+func memberCompliance(set string, member *policyv1.Policy) policyv1.ComplianceState {
+	var viaSet []policyv1.Placement
+	for _, p := range member.Status.Placement {
+		if p.PolicySet == set {
+			viaSet = append(viaSet, p)
+		}
+	}
+	clusters := SelectedClusters(viaSet)
+	byCluster := map[string]policyv1.ComplianceState{}
+	for _, s := range member.Status.Status {
+		byCluster[s.ClusterName] = s.ComplianceState
+	}
+	states := make([]policyv1.ComplianceState, 0, len(clusters))
+	for _, c := range clusters {
+		states = append(states, byCluster[c])
+	}
+	return Aggregate(states...)
+}
+
+func addSetPlacements(into map[string]policyv1beta1.PolicySetStatusPlacement, set string, member *policyv1.Policy) {
+	for _, p := range member.Status.Placement {
+		if p.PolicySet == set {
+			into[p.PlacementBinding] = policyv1beta1.PolicySetStatusPlacement{
+				PlacementBinding: p.PlacementBinding,
+				Placement:        p.Placement,
+				PlacementRule:    p.PlacementRule,
+			}
+		}
+	}
+}
+
+// statusMessage names the members that are Pending, disabled, without
+// status or missing, in that order, or says all report.
+func statusMessage(pending, disabled, unknown, missing []string) string {
+	var parts []string
+	for _, part := range []struct {
+		what  string
+		names []string
+	}{
+		{"Policies awaiting pending dependencies", pending},
+		{"Disabled policies", disabled},
+		{"No status provided while awaiting policy status", unknown},
+		{"Missing policies (not found in the namespace of the set)", missing},
+	} {
+		if len(part.names) > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %s", part.what, strings.Join(part.names, ", ")))
+		}
+	}
+	if len(parts) == 0 {
+		return AllReporting
+	}
+	return strings.Join(parts, "; ")
+}
