@@ -34,16 +34,20 @@ func TestParseFlags(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("at least 1")))
 }
 
-// TestRun starts the hub against a real API server with leader election, waits
-// until it is ready and checks that it shuts down cleanly.
+// TestRun starts the hub against a real API server with leader election, as a
+// user holding only the ClusterRole generated from the RBAC markers
+// (deploy/hub/rbac), waits until it is ready, checks that every controller
+// works and that it shuts down cleanly.
 func TestRun(t *testing.T) {
 	g := NewWithT(t)
 	hub, err := testenv.StartControlPlane(t.Context(), "hub")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = hub.Stop() })
+	kubeconfig, err := hub.KubeconfigAs(t.Context(), t.TempDir(), "canopy-hub", "deploy/hub/rbac/role.yaml")
+	g.Expect(err).NotTo(HaveOccurred())
 
 	opts, err := parseFlags([]string{
-		"--kubeconfig", hub.KubeconfigPath,
+		"--kubeconfig", kubeconfig,
 		"--leader-elect", "--leader-election-namespace", "default",
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", cmdtest.FreeAddress(t),
