@@ -1,17 +1,10 @@
 package propagator_test
 
 import (
-	"bytes"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/testenv"
@@ -27,12 +20,9 @@ func TestExamples(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(root, "examples", "propagation", "0*.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(files).NotTo(BeEmpty())
-	for _, f := range files {
-		for _, obj := range readObjects(t, f) {
-			err := env.Hub.Client.Create(t.Context(), obj)
-			g.Expect(client.IgnoreAlreadyExists(err)).To(Succeed(), "%s: %s %s", filepath.Base(f), obj.GetKind(), obj.GetName())
-		}
-	}
+	objs, err := testenv.ReadObjects(files...)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(testenv.Apply(t.Context(), env.Hub.Client, objs...)).To(Succeed())
 	placeOn(t, "policies", "dev-clusters", "cluster-a", "cluster-b")
 	placeOn(t, "policies", "canary-clusters", "cluster-b", "cluster-c")
 
@@ -45,24 +35,4 @@ func TestExamples(t *testing.T) {
 		canary := getReplica(g, t.Context(), "cluster-b", "policies", "team-a-quota")
 		g.Expect(canary.Spec.RemediationAction).To(Equal(policyv1.RemediationAction("enforce")))
 	}).Should(Succeed())
-}
-
-// readObjects decodes the YAML documents of a file.
-func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		NewWithT(t).Expect(err).NotTo(HaveOccurred(), path)
-		if len(obj.Object) > 0 {
-			objs = append(objs, obj)
-		}
-	}
 }
