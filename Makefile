@@ -64,11 +64,12 @@ bench: envtest-assets ## Run the Go benchmarks against real API servers.
 ##@ Run
 
 .PHONY: build
-build: ## Build the binaries into bin/.
-	go build -o bin/ ./cmd/...
+build: ## Build canopy-hub and canopy-agent into bin/.
+	go build -o bin/canopy-hub ./cmd/hub
+	go build -o bin/canopy-agent ./cmd/spoke
 
 .PHONY: demo
-demo: envtest-assets ## Start a local hub and two managed clusters (real API servers) until interrupted.
+demo: envtest-assets build ## Run Canopy locally: a hub, two managed clusters, the examples, a compliance table.
 	go run ./hack/demo
 
 ##@ Tools

@@ -1,6 +1,8 @@
-// Command demo starts Canopy's local environment — one hub and managed
-// clusters, each a real kube-apiserver and etcd — prints how to reach them
-// and runs until interrupted. `make demo` runs it.
+// Command demo runs the whole of Canopy locally: a hub and managed clusters
+// (each a real kube-apiserver and etcd), the hub controller and one agent per
+// cluster as local processes, and the example policies. It prints the fleet's
+// compliance as it changes, then keeps running so the user can explore with
+// kubectl. `make demo` builds the binaries and runs it.
 package main
 
 import (
@@ -11,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,51 +20,52 @@ import (
 	"github.com/canopy-policy/canopy/internal/testenv"
 )
 
+// options are the demo's flags.
+type options struct {
+	dir      string
+	binDir   string
+	clusters []string
+	examples []string
+	settle   time.Duration
+}
+
 func main() {
-	dir := flag.String("dir", ".demo", "Directory for the kubeconfigs of the demo clusters.")
-	clusters := flag.String("clusters", "cluster1,cluster2", "Comma-separated names of the managed clusters.")
+	var opts options
+	var clusters, examples string
+	flag.StringVar(&opts.dir, "dir", ".demo", "Directory for the kubeconfigs and logs of the demo.")
+	flag.StringVar(&opts.binDir, "bin", "bin", "Directory holding the canopy-hub and canopy-agent binaries (make build).")
+	flag.StringVar(&clusters, "clusters", "cluster1,cluster2", "Comma-separated names of the managed clusters.")
+	flag.StringVar(&examples, "examples", strings.Join(defaultExamples, ","),
+		"Comma-separated example directories or files to apply on the hub.")
+	flag.DurationVar(&opts.settle, "settle-timeout", 3*time.Minute, "How long to show compliance changes before handing over.")
 	flag.Parse()
-	testenv.LeaveSignalsToCaller() // run stops the environment on Ctrl-C
-	if err := run(ctrl.SetupSignalHandler(), *dir, strings.Split(*clusters, ","), os.Stdout); err != nil {
+	opts.clusters, opts.examples = strings.Split(clusters, ","), strings.Split(examples, ",")
+	testenv.LeaveSignalsToCaller() // run stops everything on Ctrl-C
+	if err := run(ctrl.SetupSignalHandler(), opts, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-// run starts the environment, describes it on out and stops it when ctx ends.
-func run(ctx context.Context, dir string, clusters []string, out io.Writer) error {
-	dir, err := filepath.Abs(dir)
+// run starts everything, shows the compliance table until the fleet settles,
+// and stops everything when ctx ends.
+func run(ctx context.Context, opts options, out io.Writer) error {
+	dir, err := filepath.Abs(opts.dir)
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	fmt.Fprintf(out, "Starting a hub and %d managed clusters (kube-apiserver + etcd each)...\n", len(clusters))
-	env, err := testenv.Start(ctx, testenv.Options{ManagedClusters: clusters, Dir: dir})
-	if err != nil {
-		return fmt.Errorf("starting the environment: %w", err)
-	}
-	defer func() {
-		fmt.Fprintln(out, "Stopping the clusters...")
-		if err := env.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "demo: stopping:", err)
+	d := &demo{opts: opts, dir: dir, out: out}
+	defer d.stop()
+	for _, step := range []func(context.Context) error{d.startClusters, d.startCanopy, d.applyExamples} {
+		if err := step(ctx); err != nil {
+			return err
 		}
-	}()
-	fmt.Fprintf(out, "Ready in %s.\n\n", time.Since(start).Round(100*time.Millisecond))
-	describe(out, env)
-	fmt.Fprintln(out, "\nPress Ctrl-C to stop.")
+	}
+	go d.keepDecidingPlacements(ctx)
+	if err := d.showCompliance(ctx); err != nil {
+		return err
+	}
+	d.describe()
 	<-ctx.Done()
 	return nil
-}
-
-// describe prints a table of the clusters and their kubeconfigs.
-func describe(out io.Writer, env *testenv.Env) {
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "CLUSTER\tROLE\tKUBECONFIG")
-	fmt.Fprintf(w, "%s\thub\t%s\n", env.Hub.Name, env.Hub.KubeconfigPath)
-	for _, m := range env.Managed {
-		fmt.Fprintf(w, "%s\tmanaged\t%s\n", m.Name, m.KubeconfigPath)
-		fmt.Fprintf(w, "%s\tagent's hub identity\t%s\n", m.Name, m.HubKubeconfigPath)
-	}
-	_ = w.Flush()
-	fmt.Fprintf(out, "\nTry: kubectl --kubeconfig %s get managedclusters\n", env.Hub.KubeconfigPath)
 }

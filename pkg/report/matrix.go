@@ -80,11 +80,11 @@ func (r Row) Totals() Totals {
 	return t
 }
 
-// Settled reports whether every placed cell of the matrix is Compliant.
+// Settled reports whether every policy is placed on some cluster and
+// Compliant on each.
 func (m Matrix) Settled() bool {
 	for _, r := range m.Rows {
-		t := r.Totals()
-		if t.NonCompliant+t.Pending+t.Unknown > 0 {
+		if t := r.Totals(); t.Compliant == 0 || t.NonCompliant+t.Pending+t.Unknown > 0 {
 			return false
 		}
 	}

@@ -71,6 +71,7 @@ func TestSettled(t *testing.T) {
 	g.Expect(Build(nil).Settled()).To(BeFalse(), "nothing to show yet")
 	g.Expect(Build([]policyv1.Policy{root("p", "a", policyv1.Compliant, "c1", "Compliant")}).Settled()).To(BeTrue())
 	g.Expect(Build([]policyv1.Policy{root("p", "a", "", "c1", "")}).Settled()).To(BeFalse())
+	g.Expect(Build([]policyv1.Policy{root("p", "a", "")}).Settled()).To(BeFalse(), "placed on no cluster yet")
 }
 
 func stripANSI(s string) string {

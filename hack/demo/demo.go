@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/pkg/report"
+)
+
+// defaultExamples are applied on the hub, in this order.
+var defaultExamples = []string{"examples/propagation"}
+
+// demo is one run of the demo.
+type demo struct {
+	opts  options
+	dir   string
+	out   io.Writer
+	env   *testenv.Env
+	procs []*process
+}
+
+func (d *demo) say(format string, args ...any) {
+	fmt.Fprintf(d.out, format+"\n", args...)
+}
+
+// startClusters starts the hub and the managed clusters and labels the
+// clusters as the examples' Placements expect: every cluster is a dev
+// cluster, and the last one is also a canary.
+func (d *demo) startClusters(ctx context.Context) error {
+	start := time.Now()
+	d.say("Starting a hub and %d managed clusters (kube-apiserver + etcd each)...", len(d.opts.clusters))
+	env, err := testenv.Start(ctx, testenv.Options{ManagedClusters: d.opts.clusters, Dir: d.dir})
+	if err != nil {
+		return fmt.Errorf("starting the clusters: %w", err)
+	}
+	d.env = env
+	for i, name := range d.opts.clusters {
+		labels := map[string]string{"environment": "dev"}
+		if i == len(d.opts.clusters)-1 {
+			labels["canary"] = "true"
+		}
+		mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		patch := client.MergeFrom(mc.DeepCopy())
+		mc.Labels = labels
+		if err := env.Hub.Client.Patch(ctx, mc, patch); err != nil {
+			return fmt.Errorf("labelling managed cluster %s: %w", name, err)
+		}
+		d.say("  registered managed cluster %s with labels %v", name, labels)
+	}
+	d.say("Clusters ready in %s.", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// startCanopy runs the hub controller and one agent per managed cluster.
+func (d *demo) startCanopy(context.Context) error {
+	logs := filepath.Join(d.dir, "logs")
+	hub, err := startProcess("canopy-hub", filepath.Join(d.opts.binDir, "canopy-hub"), logs,
+		"--kubeconfig", d.env.Hub.KubeconfigPath, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	if err != nil {
+		return err
+	}
+	d.procs = append(d.procs, hub)
+	for _, m := range d.env.Managed {
+		agent, err := startProcess("canopy-agent-"+m.Name, filepath.Join(d.opts.binDir, "canopy-agent"), logs,
+			"--kubeconfig", m.KubeconfigPath, "--hub-kubeconfig", m.HubKubeconfigPath, "--cluster-name", m.Name,
+			"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+		if err != nil {
+			return err
+		}
+		d.procs = append(d.procs, agent)
+	}
+	d.say("Started canopy-hub and %d canopy-agent processes (logs in %s).", len(d.env.Managed), logs)
+	return nil
+}
+
+// applyExamples applies the example policies on the hub.
+func (d *demo) applyExamples(ctx context.Context) error {
+	objs, err := testenv.ReadObjects(d.opts.examples...)
+	if err != nil {
+		return fmt.Errorf("reading the examples: %w", err)
+	}
+	if err := testenv.Apply(ctx, d.env.Hub.Client, objs...); err != nil {
+		return fmt.Errorf("applying the examples: %w", err)
+	}
+	d.say("Applied %d objects from %v on the hub.", len(objs), d.opts.examples)
+	return nil
+}
+
+// keepDecidingPlacements stands in for OCM's placement controller until ctx
+// ends (see decidePlacements).
+func (d *demo) keepDecidingPlacements(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := decidePlacements(ctx, d.env); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "demo: deciding placements:", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// showCompliance prints the compliance matrix each time it changes, until
+// every cell is Compliant or the settle timeout passes.
+func (d *demo) showCompliance(ctx context.Context) error {
+	d.say("\nCompliance per policy and cluster, as the hub sees it (Pending: waiting on a dependency):")
+	colour := isTerminal(d.out)
+	start, last := time.Now(), ""
+	for time.Since(start) < d.opts.settle {
+		roots := &policyv1.PolicyList{}
+		if err := d.env.Hub.Client.List(ctx, roots); err != nil {
+			return fmt.Errorf("listing policies: %w", err)
+		}
+		m := report.Build(roots.Items)
+		var table bytes.Buffer
+		if err := report.Render(&table, m, report.RenderOptions{Colour: colour}); err != nil {
+			return err
+		}
+		if table.String() != last {
+			d.say("\n[%5.1fs]", time.Since(start).Seconds())
+			fmt.Fprint(d.out, table.String())
+			last = table.String()
+		}
+		if m.Settled() {
+			d.say("\nEvery policy is Compliant on every cluster it is placed on.")
+			return nil
+		}
+		if err := d.processesAlive(ctx); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+	d.say("\nNot everything is Compliant after %s; the table above is the current state.", d.opts.settle)
+	return nil
+}
+
+func (d *demo) processesAlive(ctx context.Context) error {
+	for _, p := range d.procs {
+		if err := p.exited(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// describe tells the user how to explore what runs.
+func (d *demo) describe() {
+	d.say("")
+	w := tabwriter.NewWriter(d.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "CLUSTER\tROLE\tKUBECONFIG")
+	fmt.Fprintf(w, "%s\thub\t%s\n", d.env.Hub.Name, d.env.Hub.KubeconfigPath)
+	for _, m := range d.env.Managed {
+		fmt.Fprintf(w, "%s\tmanaged\t%s\n", m.Name, m.KubeconfigPath)
+		fmt.Fprintf(w, "%s\tagent's hub identity\t%s\n", m.Name, m.HubKubeconfigPath)
+	}
+	_ = w.Flush()
+	d.say("\nExplore, for example:")
+	d.say("  kubectl --kubeconfig %s get policies -A", d.env.Hub.KubeconfigPath)
+	if len(d.env.Managed) > 0 {
+		m := d.env.Managed[0]
+		d.say("  kubectl --kubeconfig %s get policies,configurationpolicies -n %s", m.KubeconfigPath, m.Name)
+	}
+	d.say("Logs of the hub controller and the agents: %s", filepath.Join(d.dir, "logs"))
+	d.say("\nPress Ctrl-C to stop.")
+}
+
+// stop ends the processes, then the clusters.
+func (d *demo) stop() {
+	var errs []error
+	for _, p := range d.procs {
+		errs = append(errs, p.stop())
+	}
+	if d.env != nil {
+		d.say("Stopping the clusters...")
+		errs = append(errs, d.env.Stop())
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintln(os.Stderr, "demo: stopping:", err)
+	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd())) //nolint:gosec // a file descriptor fits in an int
+}
