@@ -69,7 +69,7 @@ func (p *process) exited(ctx context.Context) error {
 	select {
 	case err := <-p.done:
 		p.done <- err
-		return fmt.Errorf("%s exited: %v; see its log", p.name, err)
+		return fmt.Errorf("%s exited (see its log): %w", p.name, err)
 	case <-ctx.Done():
 		return nil
 	default:
