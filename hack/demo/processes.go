@@ -69,6 +69,9 @@ func (p *process) exited(ctx context.Context) error {
 	select {
 	case err := <-p.done:
 		p.done <- err
+		if err == nil {
+			return fmt.Errorf("%s exited unexpectedly (see its log)", p.name)
+		}
 		return fmt.Errorf("%s exited (see its log): %w", p.name, err)
 	case <-ctx.Done():
 		return nil
