@@ -19,6 +19,7 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/scheme"
+	"github.com/canopy-policy/canopy/pkg/hub/addon"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
 	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
 )
@@ -33,6 +34,8 @@ type options struct {
 	leaderElect             bool
 	leaderElectionNamespace string
 	concurrentReconciles    int
+	addonManager            bool
+	agent                   addon.Options
 	zap                     *zap.Options
 }
 
@@ -63,6 +66,14 @@ func parseFlags(args []string) (options, error) {
 		"Namespace of the leader election Lease; empty means the pod's own namespace.")
 	fs.IntVar(&opts.concurrentReconciles, "concurrent-reconciles", 2,
 		"How many root policies (and policy sets) each controller reconciles at once.")
+	fs.BoolVar(&opts.addonManager, "addon-manager", true,
+		"Run the OCM addon manager of canopy-policy, which installs the agent on the clusters the addon is enabled for.")
+	fs.StringVar(&opts.agent.Image, "agent-image", addon.DefaultImage,
+		"Agent image; an AddOnDeploymentConfig may override it per cluster (registries, customizedVariables Image).")
+	fs.StringVar(&opts.agent.ImagePullPolicy, "agent-image-pull-policy", "IfNotPresent",
+		"Agent imagePullPolicy: Always, IfNotPresent or Never (customizedVariables ImagePullPolicy overrides it).")
+	fs.StringVar(&opts.agent.LogLevel, "agent-log-level", "info",
+		"Agent --zap-log-level: debug, info, error or a positive integer (customizedVariables LogLevel overrides it).")
 	opts.zap = opts.serving.BindFlags(fs, ":8080", ":8081")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
@@ -120,7 +131,7 @@ type controller interface {
 // controllers lists every controller the hub runs.
 func controllers(mgr ctrl.Manager, opts options) []controller {
 	c := mgr.GetClient()
-	return []controller{
+	list := []controller{
 		&propagator.Reconciler{
 			Client:                  c,
 			Recorder:                mgr.GetEventRecorder("canopy-" + propagator.ControllerName),
@@ -129,6 +140,10 @@ func controllers(mgr ctrl.Manager, opts options) []controller {
 		&rootstatus.Reconciler{Client: c, MaxConcurrentReconciles: opts.concurrentReconciles},
 		&rootstatus.PolicySetReconciler{Client: c, MaxConcurrentReconciles: opts.concurrentReconciles},
 	}
+	if opts.addonManager {
+		list = append(list, &addon.Manager{Options: opts.agent})
+	}
+	return list
 }
 
 // cacheOptions keeps the hub's cache lean: no managedFields anywhere, no

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/canopy-policy/canopy/internal/cmdutil/cmdtest"
 	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/pkg/hub/addon"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -27,6 +29,13 @@ func TestParseFlags(t *testing.T) {
 	g.Expect(opts.serving.HealthAddress).To(Equal(":8081"))
 
 	g.Expect(opts.concurrentReconciles).To(Equal(2))
+	g.Expect(opts.addonManager).To(BeTrue())
+	g.Expect(opts.agent.Image).To(Equal(addon.DefaultImage))
+
+	opts, err = parseFlags([]string{"--addon-manager=false", "--agent-image", "example.com/canopy:v1", "--agent-log-level", "debug"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.addonManager).To(BeFalse())
+	g.Expect(opts.agent).To(Equal(addon.Options{Image: "example.com/canopy:v1", ImagePullPolicy: "IfNotPresent", LogLevel: "debug"}))
 
 	_, err = parseFlags([]string{"stray"})
 	g.Expect(err).To(MatchError(ContainSubstring("unexpected arguments")))
@@ -55,6 +64,9 @@ func TestRun(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	stop := cmdtest.RunUntilReady(t, opts.serving.HealthAddress, func(ctx context.Context) error { return run(ctx, opts) })
 	expectControllersRun(t, hub.Client)
+	g.Eventually(func() error { // the addon manager runs, with the generated RBAC
+		return hub.Client.Get(t.Context(), client.ObjectKey{Name: addon.Name}, &addonv1beta1.ClusterManagementAddOn{})
+	}).Should(Succeed())
 	stop()
 }
 
