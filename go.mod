@@ -12,6 +12,7 @@ require (
 	github.com/stolostron/kubernetes-dependency-watches v0.10.2
 	golang.org/x/sync v0.19.0
 	golang.org/x/sys v0.42.0
+	golang.org/x/term v0.38.0
 	k8s.io/api v0.35.2
 	k8s.io/apiextensions-apiserver v0.35.2
 	k8s.io/apimachinery v0.35.2
@@ -69,7 +70,6 @@ require (
 	golang.org/x/mod v0.30.0 // indirect
 	golang.org/x/net v0.47.0 // indirect
 	golang.org/x/oauth2 v0.32.0 // indirect
-	golang.org/x/term v0.38.0 // indirect
 	golang.org/x/text v0.32.0 // indirect
 	golang.org/x/time v0.14.0 // indirect
 	golang.org/x/tools v0.39.0 // indirect
