@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -22,6 +21,9 @@ import (
 	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/spoke/configpolicy"
+	"github.com/canopy-policy/canopy/pkg/spoke/hubconn"
+	"github.com/canopy-policy/canopy/pkg/spoke/statussync"
+	"github.com/canopy-policy/canopy/pkg/spoke/templatesync"
 )
 
 // options are the agent's flags.
@@ -96,6 +98,8 @@ func managedControllers(mgr ctrl.Manager) []controller {
 			ManagedReader: mgr.GetAPIReader(),
 			Recorder:      recorder,
 		},
+		&templatesync.Reconciler{ManagedClient: mgr.GetClient(), Recorder: recorder},
+		&statussync.Reconciler{ManagedClient: mgr.GetClient()},
 	}
 }
 
@@ -116,17 +120,11 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	// The hub identity may only read its own cluster namespace, so the hub
-	// cache must never list or watch beyond it.
-	hub, err := cluster.New(hubCfg, func(o *cluster.Options) {
-		o.Scheme = s
-		o.Cache.DefaultNamespaces = map[string]cache.Config{opts.clusterName: {}}
-	})
-	if err != nil {
-		return fmt.Errorf("creating hub cluster client: %w", err)
-	}
-	if err := mgr.Add(hub); err != nil {
-		return fmt.Errorf("adding hub cluster: %w", err)
+	// The hub has its own manager, its cache restricted to the cluster
+	// namespace (the hub identity may read nothing else), run and retried
+	// by hubconn so that an unreachable hub never stops local enforcement.
+	if err := mgr.Add(&hubconn.Runner{HubConfig: hubCfg, ClusterNamespace: opts.clusterName, Scheme: s, Managed: mgr}); err != nil {
+		return fmt.Errorf("adding the hub connection: %w", err)
 	}
 	for _, c := range managedControllers(mgr) {
 		if err := c.SetupWithManager(mgr); err != nil {

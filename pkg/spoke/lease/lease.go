@@ -1,0 +1,115 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// DefaultName is the Lease's name: the addon's name, as OCM's addon lease.
+const DefaultName = "canopy-policy"
+
+// DefaultInterval is how often the Lease is renewed.
+const DefaultInterval = 10 * time.Second
+
+// Updater renews the agent's Lease on the hub. It is a manager.Runnable.
+//
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+type Updater struct {
+	// HubClient writes the Lease. Reads go through it too, so give it a
+	// client that reads from the API server, not a cache.
+	HubClient client.Client
+	// ClusterNamespace is the Lease's namespace on the hub.
+	ClusterNamespace string
+	// Name is the Lease's name; empty means DefaultName.
+	Name string
+	// Holder names this agent instance in spec.holderIdentity.
+	Holder string
+	// Interval is the renewal period; zero means DefaultInterval.
+	Interval time.Duration
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Start renews the Lease at once and then every Interval until ctx ends.
+// A failed renewal is logged and retried at the next tick: the hub may be
+// away, and the agent goes on without it.
+func (u *Updater) Start(ctx context.Context) error {
+	interval := u.Interval
+	if interval == 0 {
+		interval = DefaultInterval
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("lease", u.name(), "namespace", u.ClusterNamespace)
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		if err := u.Renew(ctx); err != nil {
+			log.Error(err, "Renewing the agent lease")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// NeedLeaderElection is false: every agent instance renews the lease.
+func (u *Updater) NeedLeaderElection() bool { return false }
+
+// Renew creates the Lease or moves its renewTime to now.
+func (u *Updater) Renew(ctx context.Context) error {
+	now := metav1.NewMicroTime(u.now())
+	interval := u.Interval
+	if interval == 0 {
+		interval = DefaultInterval
+	}
+	l := &coordinationv1.Lease{}
+	key := client.ObjectKey{Namespace: u.ClusterNamespace, Name: u.name()}
+	err := u.HubClient.Get(ctx, key, l)
+	if apierrors.IsNotFound(err) {
+		l = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To(u.Holder),
+				LeaseDurationSeconds: ptr.To(int32(3 * interval / time.Second)),
+				AcquireTime:          &now,
+				RenewTime:            &now,
+			},
+		}
+		if err := u.HubClient.Create(ctx, l); err != nil {
+			return fmt.Errorf("creating lease %s: %w", key, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("getting lease %s: %w", key, err)
+	}
+	l.Spec.RenewTime = &now
+	l.Spec.HolderIdentity = ptr.To(u.Holder)
+	if err := u.HubClient.Update(ctx, l); err != nil {
+		return fmt.Errorf("renewing lease %s: %w", key, err)
+	}
+	return nil
+}
+
+func (u *Updater) name() string {
+	if u.Name == "" {
+		return DefaultName
+	}
+	return u.Name
+}
+
+func (u *Updater) now() time.Time {
+	if u.Now == nil {
+		return time.Now()
+	}
+	return u.Now()
+}

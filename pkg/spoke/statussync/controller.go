@@ -1,0 +1,121 @@
+package statussync
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+)
+
+// Name is the name of the local status controller.
+const Name = "statussync"
+
+// EventUIDIndex indexes Events by involvedObject.uid.
+const EventUIDIndex = "involvedObject.uid"
+
+// Reconciler writes the status of local Policies from their compliance
+// events.
+//
+// +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
+type Reconciler struct {
+	// ManagedClient reads and writes the managed cluster.
+	ManagedClient client.Client
+	// Namespace, when set, restricts the controller to one namespace: the
+	// cluster namespace.
+	Namespace string
+}
+
+// SetupWithManager registers the controller with the managed cluster's
+// manager.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Event{}, EventUIDIndex, func(o client.Object) []string {
+		return []string{string(o.(*corev1.Event).InvolvedObject.UID)}
+	})
+	if err != nil {
+		return fmt.Errorf("indexing events: %w", err)
+	}
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return r.Namespace == "" || o.GetNamespace() == r.Namespace
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&policyv1.Policy{}, builder.WithPredicates(inNamespace)).
+		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(eventToPolicy), builder.WithPredicates(inNamespace)).
+		Complete(r)
+}
+
+// eventToPolicy maps an event to the Policy it is about.
+func eventToPolicy(_ context.Context, o client.Object) []ctrl.Request {
+	ref := o.(*corev1.Event).InvolvedObject
+	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+	if ref.Kind != "Policy" || gv.Group != policyv1.GroupName {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}}}
+}
+
+// Reconcile writes the status of one local Policy from its compliance
+// events.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	policy := &policyv1.Policy{}
+	if err := r.ManagedClient.Get(ctx, req.NamespacedName, policy); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	orig := policy.DeepCopy()
+	defer func() { // status is written once, here
+		if equality.Semantic.DeepEqual(orig.Status, policy.Status) {
+			return
+		}
+		if err := r.ManagedClient.Status().Patch(ctx, policy, client.MergeFrom(orig)); err != nil {
+			retErr = kerrors.NewAggregate([]error{retErr, client.IgnoreNotFound(err)})
+			return
+		}
+		ctrl.LoggerFrom(ctx).V(4).Info("Updated policy status", "policy", klog.KObj(policy), "compliance", policy.Status.ComplianceState)
+	}()
+	if !policy.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, r.reconcileNormal(ctx, policy)
+}
+
+func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Policy) error {
+	events := &corev1.EventList{}
+	if err := r.ManagedClient.List(ctx, events, client.InNamespace(policy.Namespace),
+		client.MatchingFields{EventUIDIndex: string(policy.UID)}); err != nil {
+		return fmt.Errorf("listing events of policy %s: %w", klog.KObj(policy), err)
+	}
+	details := Details(TemplateNames(policy), Entries(string(policy.UID), events.Items), policy.Status.Details)
+	policy.Status.Details = details
+	policy.Status.ComplianceState = Aggregate(details)
+	return nil
+}
+
+// TemplateNames returns the names of the templates of policy, in order,
+// once each.
+func TemplateNames(policy *policyv1.Policy) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, pt := range policy.Spec.PolicyTemplates {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(pt.ObjectDefinition.Raw); err != nil || obj.GetName() == "" || seen[obj.GetName()] {
+			continue
+		}
+		seen[obj.GetName()] = true
+		names = append(names, obj.GetName())
+	}
+	return names
+}

@@ -1,0 +1,129 @@
+package statussync
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/compliance"
+)
+
+// HistoryLimit is the number of history entries kept per template.
+const HistoryLimit = 10
+
+// Entry is one compliance event of a Policy.
+type Entry struct {
+	// Template is the template's name.
+	Template string
+	// History is the event as it appears in status.
+	History policyv1.ComplianceHistory
+}
+
+// Entries returns the compliance events of events that belong to the Policy
+// with uid, skipping other events and malformed ones.
+func Entries(uid string, events []corev1.Event) []Entry {
+	var out []Entry
+	for i := range events {
+		ev := &events[i]
+		if string(ev.InvolvedObject.UID) != uid {
+			continue
+		}
+		c, err := compliance.Parse(ev)
+		if err != nil {
+			continue
+		}
+		out = append(out, Entry{Template: c.Template.Name, History: policyv1.ComplianceHistory{
+			LastTimestamp: eventTime(ev),
+			Message:       ev.Message,
+			EventName:     ev.Name,
+		}})
+	}
+	return out
+}
+
+func eventTime(ev *corev1.Event) metav1.Time {
+	switch {
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp
+	case !ev.EventTime.IsZero():
+		return metav1.NewTime(ev.EventTime.Time)
+	default:
+		return ev.CreationTimestamp
+	}
+}
+
+// Details returns status.details for templates (names, in spec order):
+// each template's history is its previous history united with entries,
+// deduplicated by event name, newest first, at most HistoryLimit long; its
+// compliance is that of the newest entry.
+func Details(templates []string, entries []Entry, previous []policyv1.DetailsPerTemplate) []policyv1.DetailsPerTemplate {
+	byTemplate := map[string][]policyv1.ComplianceHistory{}
+	for _, d := range previous {
+		byTemplate[d.TemplateMeta.Name] = append(byTemplate[d.TemplateMeta.Name], d.History...)
+	}
+	for _, e := range entries {
+		byTemplate[e.Template] = append(byTemplate[e.Template], e.History)
+	}
+	out := make([]policyv1.DetailsPerTemplate, 0, len(templates))
+	for _, name := range templates {
+		history := sortHistory(byTemplate[name])
+		d := policyv1.DetailsPerTemplate{TemplateMeta: metav1.ObjectMeta{Name: name}, History: history}
+		if len(history) > 0 {
+			d.ComplianceState, _, _ = compliance.ParseMessage(history[0].Message)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// sortHistory deduplicates h by event name (or message and time when a
+// name is missing), sorts it newest first and cuts it to HistoryLimit.
+func sortHistory(h []policyv1.ComplianceHistory) []policyv1.ComplianceHistory {
+	seen := map[string]bool{}
+	var out []policyv1.ComplianceHistory
+	for _, e := range h {
+		key := e.EventName
+		if key == "" {
+			key = e.LastTimestamp.UTC().String() + "|" + e.Message
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, e)
+	}
+	slices.SortStableFunc(out, func(a, b policyv1.ComplianceHistory) int {
+		if !a.LastTimestamp.Equal(&b.LastTimestamp) {
+			return b.LastTimestamp.Compare(a.LastTimestamp.Time)
+		}
+		return strings.Compare(b.EventName, a.EventName)
+	})
+	if len(out) > HistoryLimit {
+		out = out[:HistoryLimit]
+	}
+	return out
+}
+
+// Aggregate returns the compliance of a Policy from its templates': any
+// NonCompliant → NonCompliant; else any Pending → Pending; else Compliant
+// when every template is Compliant; else "" (unknown). A Policy without
+// templates is Compliant.
+func Aggregate(details []policyv1.DetailsPerTemplate) policyv1.ComplianceState {
+	states := map[policyv1.ComplianceState]int{}
+	for _, d := range details {
+		states[d.ComplianceState]++
+	}
+	switch {
+	case states[policyv1.NonCompliant] > 0:
+		return policyv1.NonCompliant
+	case states[policyv1.Pending] > 0:
+		return policyv1.Pending
+	case states[policyv1.Compliant] == len(details):
+		return policyv1.Compliant
+	default:
+		return ""
+	}
+}

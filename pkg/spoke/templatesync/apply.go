@@ -1,0 +1,251 @@
+package templatesync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+)
+
+// strict makes the API server refuse unknown and duplicate fields, so that
+// a typo in a template is reported instead of silently dropped.
+var strict = client.FieldValidation("Strict")
+
+// observe reads every dependency of plan through the dependency watcher,
+// which (re)starts watches on them and on the template objects, and stops
+// the watches this Policy no longer needs.
+func (r *Reconciler) observe(ctx context.Context, policy *policyv1.Policy, plan []Template) (_ map[Key]Observation, retErr error) {
+	id := watcherID(client.ObjectKeyFromObject(policy))
+	r.batches.RLock()
+	defer r.batches.RUnlock()
+	if r.stopping {
+		return nil, context.Canceled
+	}
+	if err := r.watcher.StartQueryBatch(id); err != nil {
+		return nil, fmt.Errorf("starting the watch batch of policy %s: %w", klog.KObj(policy), err)
+	}
+	defer func() {
+		if err := r.watcher.EndQueryBatch(id); err != nil {
+			retErr = errors.Join(retErr, fmt.Errorf("ending the watch batch of policy %s: %w", klog.KObj(policy), err))
+		}
+	}()
+	observed := map[Key]Observation{}
+	for _, t := range plan {
+		if t.Object == nil {
+			continue
+		}
+		for _, d := range t.Deps {
+			if _, done := observed[d.Key]; done {
+				continue
+			}
+			o, err := r.observeOne(id, d.Key)
+			if err != nil {
+				return nil, fmt.Errorf("reading dependency %s: %w", d.Key, err)
+			}
+			observed[d.Key] = o
+		}
+		// Watch the template too, so that one deleted or changed by hand is put back.
+		if _, err := r.watcher.Get(id, t.Object.GroupVersionKind(), t.Object.GetNamespace(), t.Object.GetName()); err != nil {
+			ctrl.LoggerFrom(ctx).V(4).Info("Not watching template", "template", t.Name, "error", err.Error())
+		}
+	}
+	return observed, nil
+}
+
+func (r *Reconciler) observeOne(id depclient.ObjectIdentifier, k Key) (Observation, error) {
+	if k.Version == "" || k.Kind == "" || k.Name == "" {
+		return Observation{Unmapped: true}, nil
+	}
+	obj, err := r.watcher.Get(id, k.GroupVersionKind(), k.Namespace, k.Name)
+	if errors.Is(err, depclient.ErrNoVersionedResource) {
+		return Observation{Unmapped: true}, nil
+	}
+	if err != nil {
+		return Observation{}, err
+	}
+	if obj == nil {
+		return Observation{}, nil
+	}
+	state, _, _ := unstructured.NestedString(obj.Object, "status", "compliant")
+	return Observation{Found: true, Compliance: policyv1.ComplianceState(state)}, nil
+}
+
+// write creates or updates the template object desired.
+func (r *Reconciler) write(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured) error {
+	existing := unstructuredFor(desired.GroupVersionKind())
+	err := r.ManagedClient.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+	if apierrors.IsNotFound(err) {
+		obj := desired.DeepCopy()
+		if err := r.ManagedClient.Create(ctx, obj, strict); err != nil {
+			return r.refused(ctx, policy, desired, "creating", err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Created template", "policy", klog.KObj(policy), "kind", desired.GetKind(), "template", desired.GetName())
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("getting %s %s: %w", desired.GetKind(), desired.GetName(), err)
+	}
+	if owner := existing.GetLabels()[policyv1.PolicyLabel]; owner != policy.Name {
+		return r.record(ctx, policy, desired.GetName(), policyv1.NonCompliant, conflictMessage(desired, owner))
+	}
+	if !merge(existing, desired) {
+		return nil
+	}
+	if err := r.ManagedClient.Update(ctx, existing, strict); err != nil {
+		return r.refused(ctx, policy, desired, "updating", err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Updated template", "policy", klog.KObj(policy), "kind", desired.GetKind(), "template", desired.GetName())
+	return nil
+}
+
+func conflictMessage(desired *unstructured.Unstructured, owner string) string {
+	if owner == "" {
+		return fmt.Sprintf("%s %s already exists and belongs to no policy: template names must be unique; nothing was overwritten",
+			desired.GetKind(), desired.GetName())
+	}
+	return fmt.Sprintf("%s %s already exists and belongs to Policy %s: template names must be unique on the cluster; nothing was overwritten",
+		desired.GetKind(), desired.GetName(), owner)
+}
+
+// refused reports a write the API server rejected as invalid as a
+// NonCompliant template, and returns other errors for a retry.
+func (r *Reconciler) refused(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured, verb string, err error) error {
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		return r.record(ctx, policy, desired.GetName(), policyv1.NonCompliant,
+			fmt.Sprintf("%s %s %s was refused: %v", verb, desired.GetKind(), desired.GetName(), err))
+	}
+	return fmt.Errorf("%s %s %s: %w", verb, desired.GetKind(), desired.GetName(), err)
+}
+
+// merge makes existing carry desired (content, labels, annotations,
+// owner) and reports whether it had to change anything.
+//
+// Note: the API server adds defaults to what templatesync writes, so
+// existing is up to date when it was written from the same desired object
+// (the hash annotation says so) and still holds every desired field (it
+// was not changed by hand); a plain comparison would rewrite forever.
+func merge(existing, desired *unstructured.Unstructured) bool {
+	if upToDate(existing, desired) {
+		return false
+	}
+	for k := range existing.Object {
+		if _, ok := desired.Object[k]; !ok && !reserved[k] {
+			delete(existing.Object, k)
+		}
+	}
+	for k, v := range desired.Object {
+		if !reserved[k] {
+			existing.Object[k] = v
+		}
+	}
+	existing.SetLabels(desired.GetLabels())
+	existing.SetAnnotations(desired.GetAnnotations())
+	existing.SetOwnerReferences(desired.GetOwnerReferences())
+	return true
+}
+
+// reserved are the top-level fields templatesync does not copy.
+var reserved = map[string]bool{"metadata": true, "status": true, "apiVersion": true, "kind": true}
+
+func upToDate(existing, desired *unstructured.Unstructured) bool {
+	if !equality.Semantic.DeepEqual(existing.GetLabels(), desired.GetLabels()) ||
+		!equality.Semantic.DeepEqual(existing.GetAnnotations(), desired.GetAnnotations()) ||
+		!equality.Semantic.DeepEqual(existing.GetOwnerReferences(), desired.GetOwnerReferences()) {
+		return false
+	}
+	for k, v := range desired.Object {
+		if !reserved[k] && !subset(v, existing.Object[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// subset reports whether every field of want is in got with the same value.
+func subset(want, got any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range w {
+			if !subset(v, g[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !subset(w[i], g[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return equality.Semantic.DeepEqual(want, got)
+	}
+}
+
+// deleteTemplate deletes the template object of desired if it exists and
+// belongs to policy.
+func (r *Reconciler) deleteTemplate(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured) error {
+	existing := unstructuredFor(desired.GroupVersionKind())
+	if err := r.ManagedClient.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if existing.GetLabels()[policyv1.PolicyLabel] != policy.Name || !existing.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	if err := r.ManagedClient.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting %s %s: %w", existing.GetKind(), existing.GetName(), err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Deleted template", "policy", klog.KObj(policy), "kind", existing.GetKind(), "template", existing.GetName())
+	return nil
+}
+
+// prune deletes the templates labelled for policy that plan does not
+// name, in every template kind.
+func (r *Reconciler) prune(ctx context.Context, policy *policyv1.Policy, plan []Template, kinds templateKinds) error {
+	keep := map[string]bool{}
+	for _, t := range plan {
+		keep[t.Name] = true
+	}
+	var errs []error
+	for gk, version := range kinds {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gk.WithVersion(version).GroupVersion().WithKind(gk.Kind + "List"))
+		err := r.ManagedClient.List(ctx, list, client.InNamespace(policy.Namespace), client.MatchingLabels{policyv1.PolicyLabel: policy.Name})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing %s: %w", gk, err))
+			continue
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			if keep[obj.GetName()] || !obj.GetDeletionTimestamp().IsZero() {
+				continue
+			}
+			if err := r.ManagedClient.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, fmt.Errorf("deleting %s %s: %w", gk.Kind, obj.GetName(), err))
+				continue
+			}
+			r.Recorder.Forget(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
+			ctrl.LoggerFrom(ctx).Info("Deleted removed template", "policy", klog.KObj(policy), "kind", gk.Kind, "template", obj.GetName())
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,263 @@
+package templatesync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/compliance"
+)
+
+// Name is the controller's name.
+const Name = "templatesync"
+
+// Reconciler creates, updates and deletes the policy templates of local
+// Policies.
+//
+// +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.open-cluster-management.io;hierarchy.canopy.io,resources=*,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch;create;patch
+type Reconciler struct {
+	// ManagedClient reads and writes the managed cluster.
+	ManagedClient client.Client
+	// Recorder records compliance events. Share one Recorder with the
+	// evaluators of the process: a Recorder remembers the last event of each
+	// template, and must see theirs to know that a Pending is news.
+	Recorder *compliance.Recorder
+	// Namespace, when set, restricts the controller to the Policies of one
+	// namespace: the cluster namespace.
+	Namespace string
+
+	watcher depclient.DynamicWatcher // set by SetupWithManager; long-lived, not per request
+	// batches is held (read) during each query batch and (write) by the
+	// watcher's shutdown, which must not race an open batch: the watcher
+	// cannot remove the watches of a watcher whose batch is open, and such
+	// watches would outlive it.
+	batches  sync.RWMutex
+	stopping bool
+}
+
+// SetupWithManager registers the controller and its dependency watcher
+// with mgr, the managed cluster's manager.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	relay, src := depclient.NewControllerRuntimeSource()
+	w, err := depclient.New(mgr.GetConfig(), relay, &depclient.Options{EnableCache: true})
+	if err != nil {
+		return fmt.Errorf("creating the dependency watcher: %w", err)
+	}
+	r.watcher = w
+	if err := mgr.Add(manager.RunnableFunc(r.runWatcher)); err != nil {
+		return fmt.Errorf("adding the dependency watcher: %w", err)
+	}
+	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return r.Namespace == "" || o.GetNamespace() == r.Namespace
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&policyv1.Policy{}, builder.WithPredicates(inNamespace)).
+		// A new template kind, or a kind a dependency names, can appear at any time.
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies)).
+		WatchesRawSource(src).
+		Complete(r)
+}
+
+// runWatcher runs the dependency watcher until ctx ends, then waits for
+// open query batches before stopping it.
+func (r *Reconciler) runWatcher(ctx context.Context) error {
+	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.watcher.Start(inner) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	r.batches.Lock()
+	r.stopping = true
+	r.batches.Unlock()
+	cancel()
+	return <-done
+}
+
+// Reconcile makes the templates of one local Policy match its spec and the
+// state of its dependencies.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	policy := &policyv1.Policy{}
+	if err := r.ManagedClient.Get(ctx, req.NamespacedName, policy); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.reconcileDelete(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, fmt.Errorf("getting policy %s: %w", req, err)
+	}
+	if !policy.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, req.NamespacedName)
+	}
+	select {
+	case <-r.watcher.Started():
+	case <-ctx.Done():
+		return ctrl.Result{}, ctx.Err()
+	}
+	return ctrl.Result{}, r.reconcileNormal(ctx, policy)
+}
+
+func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Policy) error {
+	kinds, err := r.templateKinds(ctx)
+	if err != nil {
+		return err
+	}
+	siblings := &policyv1.PolicyList{}
+	if err := r.ManagedClient.List(ctx, siblings, client.InNamespace(policy.Namespace)); err != nil {
+		return fmt.Errorf("listing policies in %s: %w", policy.Namespace, err)
+	}
+	kindSet := kinds.set()
+	plan := Plan(policy, Inputs{TemplateKinds: kindSet, Graph: GraphFor(policy.Namespace, kindSet, siblings.Items)})
+	observed, err := r.observe(ctx, policy, plan)
+	if err != nil {
+		return err
+	}
+	var errs []error // one broken template must not block the others
+	for _, t := range plan {
+		if err := r.apply(ctx, policy, t, observed); err != nil {
+			errs = append(errs, fmt.Errorf("template %s: %w", t.Name, err))
+		}
+	}
+	if err := r.prune(ctx, policy, plan, kinds); err != nil {
+		errs = append(errs, err)
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// reconcileDelete stops watching for a Policy that is gone and deletes its
+// templates (owner references do the same where a garbage collector runs).
+func (r *Reconciler) reconcileDelete(ctx context.Context, key types.NamespacedName) error {
+	if r.watcher != nil {
+		if err := r.watcher.RemoveWatcher(watcherID(key)); err != nil && !errors.Is(err, depclient.ErrNotStarted) {
+			return fmt.Errorf("removing the watches of policy %s: %w", key, err)
+		}
+	}
+	kinds, err := r.templateKinds(ctx)
+	if err != nil {
+		return err
+	}
+	gone := &policyv1.Policy{}
+	gone.Namespace, gone.Name = key.Namespace, key.Name
+	return r.prune(ctx, gone, nil, kinds)
+}
+
+// apply carries out the plan of one template.
+func (r *Reconciler) apply(ctx context.Context, policy *policyv1.Policy, t Template, observed map[Key]Observation) error {
+	switch {
+	case t.Problem != "":
+		return r.record(ctx, policy, t.Name, policyv1.NonCompliant, t.Problem)
+	case t.Cycle != "":
+		if err := r.deleteTemplate(ctx, policy, t.Object); err != nil {
+			return err
+		}
+		return r.record(ctx, policy, t.Name, policyv1.NonCompliant, t.Cycle)
+	}
+	if unmet := Evaluate(t.Deps, observed); len(unmet) > 0 {
+		if err := r.deleteTemplate(ctx, policy, t.Object); err != nil {
+			return err
+		}
+		state := policyv1.Pending
+		if t.IgnorePending {
+			state = policyv1.Compliant
+		}
+		return r.record(ctx, policy, t.Name, state, PendingMessage(unmet, t.IgnorePending))
+	}
+	return r.write(ctx, policy, t.Object)
+}
+
+func (r *Reconciler) record(ctx context.Context, policy *policyv1.Policy, template string, state policyv1.ComplianceState, msg string) error {
+	c := compliance.Compliance{
+		Template: types.NamespacedName{Namespace: policy.Namespace, Name: template},
+		State:    state,
+		Message:  msg,
+	}
+	emitted, err := r.Recorder.Record(ctx, compliance.ParentFromPolicy(policy), c, compliance.RecordOptions{})
+	if err != nil {
+		return err
+	}
+	if emitted {
+		ctrl.LoggerFrom(ctx).Info("Recorded template compliance", "policy", klog.KObj(policy),
+			"template", template, "compliance", state)
+	}
+	return nil
+}
+
+// allPolicies maps any event to every Policy the controller handles.
+func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []ctrl.Request {
+	list := &policyv1.PolicyList{}
+	var opts []client.ListOption
+	if r.Namespace != "" {
+		opts = append(opts, client.InNamespace(r.Namespace))
+	}
+	if err := r.ManagedClient.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing policies to re-evaluate")
+		return nil
+	}
+	reqs := make([]ctrl.Request, len(list.Items))
+	for i := range list.Items {
+		reqs[i].NamespacedName = client.ObjectKeyFromObject(&list.Items[i])
+	}
+	return reqs
+}
+
+// templateKinds maps each policy template kind to the version to list it at.
+type templateKinds map[schema.GroupKind]string
+
+func (k templateKinds) set() map[schema.GroupKind]bool {
+	out := make(map[schema.GroupKind]bool, len(k))
+	for gk := range k {
+		out[gk] = true
+	}
+	return out
+}
+
+func (r *Reconciler) templateKinds(ctx context.Context) (templateKinds, error) {
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := r.ManagedClient.List(ctx, crds, client.MatchingLabels{policyv1.PolicyTypeLabel: policyv1.PolicyTypeTemplate}); err != nil {
+		return nil, fmt.Errorf("listing policy template kinds: %w", err)
+	}
+	kinds := templateKinds{}
+	for _, crd := range crds.Items {
+		for _, v := range crd.Spec.Versions {
+			if v.Storage {
+				kinds[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = v.Name
+			}
+		}
+	}
+	return kinds, nil
+}
+
+func watcherID(key types.NamespacedName) depclient.ObjectIdentifier {
+	return depclient.ObjectIdentifier{
+		Group: policyv1.GroupName, Version: policyv1.GroupVersion.Version, Kind: "Policy",
+		Namespace: key.Namespace, Name: key.Name,
+	}
+}
+
+func unstructuredFor(gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}

@@ -1,0 +1,22 @@
+// Package templatesync creates the policy templates of each local Policy on
+// a managed cluster, in dependency order (seed 004, DESIGN.md §4).
+//
+// It reconciles local Policies. For each entry of spec.policy-templates it
+// writes one object in the Policy's namespace (the cluster namespace), with
+// an owner reference to the Policy and the label
+// policy.open-cluster-management.io/policy=<policy name>, when every
+// dependency of the template (spec.dependencies ∪ extraDependencies) is
+// met; otherwise it deletes the object if it exists and records a Pending
+// compliance event (Compliant with ignorePending). Dependencies on the same
+// namespace's Policies and templates that form a cycle are reported as
+// NonCompliant with the cycle, on every policy of the cycle.
+//
+// It is the only writer of policy template objects and writes no status: it
+// reports through compliance events (pkg/compliance), which statussync turns
+// into Policy status. Dependencies and the templates themselves are watched
+// with github.com/stolostron/kubernetes-dependency-watches, so a change of a
+// dependency re-evaluates its dependants at once, without polling.
+//
+// The pure cores are Resolve and Evaluate (dependencies), BuildGraph and
+// Graph.CycleMessage (cycles), PendingMessage and Plan.
+package templatesync

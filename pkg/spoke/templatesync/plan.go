@@ -1,0 +1,182 @@
+package templatesync
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+)
+
+// Template is the plan for one entry of a Policy's policy-templates.
+type Template struct {
+	// Name is the template object's name; it names the compliance stream.
+	Name string
+	// Object is the desired object, or nil when the entry is invalid.
+	Object *unstructured.Unstructured
+	// Deps are the template's resolved dependencies.
+	Deps []Dependency
+	// IgnorePending reports unmet dependencies as Compliant.
+	IgnorePending bool
+	// Problem, when set, is why the template cannot be created: it is
+	// reported NonCompliant and nothing is written.
+	Problem string
+	// Cycle, when set, is the dependency cycle the template is on: the
+	// object is deleted and the cycle reported NonCompliant.
+	Cycle string
+}
+
+// Inputs are what Plan needs besides the Policy.
+type Inputs struct {
+	// TemplateKinds are the kinds whose CRD carries the policy-type label.
+	TemplateKinds map[schema.GroupKind]bool
+	// Graph is the dependency graph of every Policy in the namespace.
+	Graph Graph
+}
+
+// Plan returns the plan of each template of policy, in order. Entries
+// without a name are skipped: they have no compliance stream to report on.
+func Plan(policy *policyv1.Policy, in Inputs) []Template {
+	var out []Template
+	count := map[string]int{}
+	for _, pt := range policy.Spec.PolicyTemplates {
+		t := planOne(policy, pt, in)
+		if t.Name == "" {
+			continue
+		}
+		count[t.Name]++
+		out = append(out, t)
+	}
+	for i := range out {
+		if count[out[i].Name] > 1 {
+			out[i].Problem = fmt.Sprintf("template name %s is used by %d templates of this policy: template names must be unique", out[i].Name, count[out[i].Name])
+			out[i].Object = nil
+		}
+	}
+	return out
+}
+
+func planOne(policy *policyv1.Policy, pt policyv1.PolicyTemplate, in Inputs) Template {
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(pt.ObjectDefinition.Raw); err != nil {
+		return Template{Name: nameOf(pt.ObjectDefinition.Raw), Problem: fmt.Sprintf("invalid objectDefinition: %v", err)}
+	}
+	t := Template{Name: obj.GetName(), IgnorePending: pt.IgnorePending}
+	gvk := obj.GroupVersionKind()
+	if !in.TemplateKinds[gvk.GroupKind()] {
+		t.Problem = fmt.Sprintf("%s is not a policy template kind: its CustomResourceDefinition must exist and carry the label %s=%s",
+			kindString(gvk), policyv1.PolicyTypeLabel, policyv1.PolicyTypeTemplate)
+		return t
+	}
+	deps, err := Resolve(policy.Namespace, in.TemplateKinds, policy.Spec.Dependencies, pt.ExtraDependencies)
+	if err != nil {
+		t.Problem = err.Error()
+		return t
+	}
+	t.Deps = deps
+	t.Object = desiredObject(policy, obj)
+	t.Cycle = in.Graph.CycleMessage(policy.Name, Node{Kind: gvk.Kind, Name: t.Name})
+	return t
+}
+
+func kindString(gvk schema.GroupVersionKind) string {
+	if gvk.Group == "" {
+		return gvk.Kind
+	}
+	return gvk.Kind + "." + gvk.Group
+}
+
+// nameOf digs the name out of an objectDefinition that does not parse as an
+// object, so that the problem can still be reported on it.
+func nameOf(raw []byte) string {
+	var m struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(raw, &m)
+	return m.Metadata.Name
+}
+
+// desiredObject returns the template object as templatesync writes it:
+// in the Policy's namespace, labelled and owned by it, with the Policy's
+// remediationAction when it sets one.
+func desiredObject(policy *policyv1.Policy, def *unstructured.Unstructured) *unstructured.Unstructured {
+	obj := def.DeepCopy()
+	obj.SetNamespace(policy.Namespace)
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, k := range []string{policyv1.RootPolicyLabel, policyv1.ClusterNameLabel, policyv1.ClusterNamespaceLabel} {
+		if v, ok := policy.Labels[k]; ok {
+			labels[k] = v
+		}
+	}
+	labels[policyv1.PolicyLabel] = policy.Name
+	obj.SetLabels(labels)
+	obj.SetOwnerReferences([]metav1.OwnerReference{ownerRef(policy)})
+	if policy.Spec.RemediationAction != "" {
+		_ = unstructured.SetNestedField(obj.Object, string(policy.Spec.RemediationAction), "spec", "remediationAction")
+	}
+	stamp(obj)
+	return obj
+}
+
+// GraphFor returns the dependency graph of policies, all in namespace.
+func GraphFor(namespace string, templateKinds map[schema.GroupKind]bool, policies []policyv1.Policy) Graph {
+	nodes := make([]PolicyNode, 0, len(policies))
+	for i := range policies {
+		p := &policies[i]
+		pn := PolicyNode{Name: p.Name}
+		for _, pt := range p.Spec.PolicyTemplates {
+			obj := &unstructured.Unstructured{}
+			if err := obj.UnmarshalJSON(pt.ObjectDefinition.Raw); err != nil || obj.GetName() == "" {
+				continue
+			}
+			deps, _ := Resolve(namespace, templateKinds, p.Spec.Dependencies, pt.ExtraDependencies)
+			tn := TemplateNode{Node: Node{Kind: obj.GetKind(), Name: obj.GetName()}}
+			for _, d := range deps {
+				if d.Namespace == namespace {
+					tn.DependsOn = append(tn.DependsOn, Node{Kind: d.Kind, Name: d.Name})
+				}
+			}
+			pn.Templates = append(pn.Templates, tn)
+		}
+		nodes = append(nodes, pn)
+	}
+	return BuildGraph(nodes)
+}
+
+func ownerRef(policy *policyv1.Policy) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: policyv1.GroupVersion.String(),
+		Kind:       "Policy",
+		Name:       policy.Name,
+		UID:        policy.UID,
+		Controller: ptr.To(true),
+	}
+}
+
+// HashAnnotation holds a hash of the object templatesync last wrote, so
+// that a template whose source changed is rewritten even when the change
+// only removes fields.
+const HashAnnotation = "templatesync.canopy.io/hash"
+
+// stamp sets HashAnnotation on obj to the hash of obj without it.
+func stamp(obj *unstructured.Unstructured) {
+	raw, _ := json.Marshal(obj.Object) // maps marshal with sorted keys: the hash is stable
+	sum := sha256.Sum256(raw)
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[HashAnnotation] = hex.EncodeToString(sum[:8])
+	obj.SetAnnotations(annotations)
+}
