@@ -150,8 +150,8 @@ func PendingMessage(unmet []Unmet, ignorePending bool) string {
 	names := make([]string, len(unmet))
 	reasons := make([]string, len(unmet))
 	for i, u := range unmet {
-		names[i] = u.Key.String()
-		reasons[i] = u.Key.String() + ": " + u.Reason
+		names[i] = u.String()
+		reasons[i] = u.String() + ": " + u.Reason
 	}
 	msg := fmt.Sprintf("Dependencies were not satisfied: %d are still pending (%s)", len(unmet), strings.Join(names, ", "))
 	if ignorePending {
