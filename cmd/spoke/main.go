@@ -11,9 +11,12 @@ import (
 	"fmt"
 	"os"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -22,6 +25,7 @@ import (
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/spoke/configpolicy"
 	"github.com/canopy-policy/canopy/pkg/spoke/hubconn"
+	"github.com/canopy-policy/canopy/pkg/spoke/lease"
 	"github.com/canopy-policy/canopy/pkg/spoke/statussync"
 	"github.com/canopy-policy/canopy/pkg/spoke/templatesync"
 )
@@ -32,7 +36,9 @@ type options struct {
 	kubeconfig    string
 	hubKubeconfig string
 	clusterName   string
-	zap           *zap.Options
+	// installNamespace is where the agent runs on the managed cluster.
+	installNamespace string
+	zap              *zap.Options
 }
 
 func main() {
@@ -60,6 +66,8 @@ func parseFlags(args []string) (options, error) {
 		"Kubeconfig of the agent's hub identity, which may only reach the cluster namespace (required).")
 	fs.StringVar(&opts.clusterName, "cluster-name", "",
 		"Name of this managed cluster on the hub, which is also its cluster namespace (required).")
+	fs.StringVar(&opts.installNamespace, "install-namespace", os.Getenv("POD_NAMESPACE"),
+		"Namespace the agent runs in on the managed cluster, where it renews the addon Lease OCM reads for its health; empty means no such Lease.")
 	opts.zap = opts.serving.BindFlags(fs, ":8383", ":8384")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
@@ -114,7 +122,10 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	s := scheme.New()
-	mgrOpts := manager.Options{Scheme: s}
+	mgrOpts := manager.Options{Scheme: s, Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+		// Compliance events are written and read only in the cluster namespace.
+		&corev1.Event{}: {Namespaces: map[string]cache.Config{opts.clusterName: {}}},
+	}}}
 	opts.serving.Apply(&mgrOpts)
 	mgr, err := ctrl.NewManager(managedCfg, mgrOpts)
 	if err != nil {
@@ -125,6 +136,9 @@ func run(ctx context.Context, opts options) error {
 	// by hubconn so that an unreachable hub never stops local enforcement.
 	if err := mgr.Add(&hubconn.Runner{HubConfig: hubCfg, ClusterNamespace: opts.clusterName, Scheme: s, Managed: mgr}); err != nil {
 		return fmt.Errorf("adding the hub connection: %w", err)
+	}
+	if err := addInstallLease(mgr, managedCfg, opts.installNamespace); err != nil {
+		return err
 	}
 	for _, c := range managedControllers(mgr) {
 		if err := c.SetupWithManager(mgr); err != nil {
@@ -139,4 +153,22 @@ func run(ctx context.Context, opts options) error {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
+}
+
+// addInstallLease renews the addon Lease in the agent's install namespace on
+// the managed cluster, where OCM's klusterlet reads it to report the addon's
+// health. Outside OCM there is no install namespace and no such Lease.
+func addInstallLease(mgr manager.Manager, managedCfg *rest.Config, namespace string) error {
+	if namespace == "" {
+		return nil
+	}
+	writer, err := client.New(managedCfg, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return fmt.Errorf("creating the lease client: %w", err)
+	}
+	holder, err := os.Hostname() // the pod's name in a cluster
+	if err != nil {
+		holder = "canopy-agent"
+	}
+	return mgr.Add(&lease.Updater{Writer: writer, Namespace: namespace, Holder: holder})
 }

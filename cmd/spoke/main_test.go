@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/canopy-policy/canopy/internal/cmdutil/cmdtest"
 	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/pkg/spoke/lease"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -57,13 +59,30 @@ func TestRun(t *testing.T) {
 		"--kubeconfig", cluster.KubeconfigPath,
 		"--hub-kubeconfig", cluster.HubKubeconfigPath,
 		"--cluster-name", cluster.Name,
+		"--install-namespace", "default",
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", cmdtest.FreeAddress(t),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	stop := cmdtest.RunUntilReady(t, opts.serving.HealthAddress, func(ctx context.Context) error { return run(ctx, opts) })
 	expectConfigurationPoliciesEvaluated(t, cluster.Client)
+	expectLeases(t, env.Hub.Client, cluster)
 	stop()
+}
+
+// expectLeases checks that the agent renews its Lease on the hub (in the
+// cluster namespace) and on the managed cluster (in its install namespace,
+// where OCM's klusterlet reads it).
+func expectLeases(t *testing.T, hub client.Client, cluster *testenv.ManagedCluster) {
+	g := NewWithT(t)
+	for c, key := range map[client.Client]client.ObjectKey{
+		hub:            {Namespace: cluster.Name, Name: lease.DefaultName},
+		cluster.Client: {Namespace: "default", Name: lease.DefaultName},
+	} {
+		g.Eventually(func() error {
+			return c.Get(t.Context(), key, &coordinationv1.Lease{})
+		}, time.Minute, 200*time.Millisecond).Should(Succeed(), "lease %s", key)
+	}
 }
 
 // expectConfigurationPoliciesEvaluated checks that the running agent

@@ -126,7 +126,7 @@ func (r *Runner) setup(mgr manager.Manager) error {
 		return fmt.Errorf("creating the hub lease client: %w", err)
 	}
 	host, _ := os.Hostname()
-	return mgr.Add(&lease.Updater{HubClient: hubWriter, ClusterNamespace: r.ClusterNamespace, Holder: host, Interval: r.LeaseInterval})
+	return mgr.Add(&lease.Updater{Writer: hubWriter, Namespace: r.ClusterNamespace, Holder: host, Interval: r.LeaseInterval})
 }
 
 func (r *Runner) retryDelay() time.Duration {

@@ -1,5 +1,7 @@
-// Package lease keeps the agent's health lease on the hub: a
-// coordination.k8s.io Lease in the cluster namespace, renewed every
-// Interval, so that the hub can tell the agent is alive (as OCM's addon
-// lease does). It writes only that Lease.
+// Package lease keeps the agent's health leases: coordination.k8s.io Leases
+// named after the addon, renewed every Interval. One is in the cluster
+// namespace on the hub, so that the hub can tell the agent is alive; the
+// other is in the agent's install namespace on the managed cluster, where
+// OCM's klusterlet reads it to set the ManagedClusterAddOn's Available
+// condition. It writes only those Leases.
 package lease

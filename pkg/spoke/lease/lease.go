@@ -19,15 +19,18 @@ const DefaultName = "canopy-policy"
 // DefaultInterval is how often the Lease is renewed.
 const DefaultInterval = 10 * time.Second
 
-// Updater renews the agent's Lease on the hub. It is a manager.Runnable.
+// Updater renews one of the agent's Leases. It is a manager.Runnable.
 //
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 type Updater struct {
-	// HubClient writes the Lease. Reads go through it too, so give it a
-	// client that reads from the API server, not a cache.
-	HubClient client.Client
-	// ClusterNamespace is the Lease's namespace on the hub.
-	ClusterNamespace string
+	// Writer writes the Lease: a client of the hub for the hub's Lease, or of
+	// the managed cluster for the Lease OCM's klusterlet reads. Reads go
+	// through it too, so give it a client that reads from the API server,
+	// not a cache.
+	Writer client.Client
+	// Namespace is the Lease's namespace: the cluster namespace on the hub,
+	// or the agent's install namespace on the managed cluster.
+	Namespace string
 	// Name is the Lease's name; empty means DefaultName.
 	Name string
 	// Holder names this agent instance in spec.holderIdentity.
@@ -46,7 +49,7 @@ func (u *Updater) Start(ctx context.Context) error {
 	if interval == 0 {
 		interval = DefaultInterval
 	}
-	log := ctrl.LoggerFrom(ctx).WithValues("lease", u.name(), "namespace", u.ClusterNamespace)
+	log := ctrl.LoggerFrom(ctx).WithValues("lease", u.name(), "namespace", u.Namespace)
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
@@ -72,8 +75,8 @@ func (u *Updater) Renew(ctx context.Context) error {
 		interval = DefaultInterval
 	}
 	l := &coordinationv1.Lease{}
-	key := client.ObjectKey{Namespace: u.ClusterNamespace, Name: u.name()}
-	err := u.HubClient.Get(ctx, key, l)
+	key := client.ObjectKey{Namespace: u.Namespace, Name: u.name()}
+	err := u.Writer.Get(ctx, key, l)
 	if apierrors.IsNotFound(err) {
 		l = &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
@@ -84,7 +87,7 @@ func (u *Updater) Renew(ctx context.Context) error {
 				RenewTime:            &now,
 			},
 		}
-		if err := u.HubClient.Create(ctx, l); err != nil {
+		if err := u.Writer.Create(ctx, l); err != nil {
 			return fmt.Errorf("creating lease %s: %w", key, err)
 		}
 		return nil
@@ -94,7 +97,7 @@ func (u *Updater) Renew(ctx context.Context) error {
 	}
 	l.Spec.RenewTime = &now
 	l.Spec.HolderIdentity = ptr.To(u.Holder)
-	if err := u.HubClient.Update(ctx, l); err != nil {
+	if err := u.Writer.Update(ctx, l); err != nil {
 		return fmt.Errorf("renewing lease %s: %w", key, err)
 	}
 	return nil
