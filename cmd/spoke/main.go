@@ -27,6 +27,7 @@ import (
 	"github.com/canopy-policy/canopy/pkg/spoke/hubconn"
 	"github.com/canopy-policy/canopy/pkg/spoke/lease"
 	"github.com/canopy-policy/canopy/pkg/spoke/statussync"
+	"github.com/canopy-policy/canopy/pkg/spoke/syncer"
 	"github.com/canopy-policy/canopy/pkg/spoke/templatesync"
 )
 
@@ -108,6 +109,7 @@ func managedControllers(mgr ctrl.Manager) []controller {
 		},
 		&templatesync.Reconciler{ManagedClient: mgr.GetClient(), Recorder: recorder},
 		&statussync.Reconciler{ManagedClient: mgr.GetClient()},
+		&syncer.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: recorder},
 	}
 }
 

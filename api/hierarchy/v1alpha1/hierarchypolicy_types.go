@@ -254,6 +254,15 @@ type HierarchyPolicyStatus struct {
 	// +listType=set
 	ManagedNamespaces []string `json:"managedNamespaces,omitempty"`
 
+	// Namespaces count, per namespace the policy writes to, its objects and
+	// what is still to do there, sorted by name. The list may be truncated;
+	// the conditions say so.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Namespaces []NamespaceCounts `json:"namespaces,omitempty"`
+
 	// RelatedObjects are the objects the latest evaluation found out of
 	// line (or acted on), with the reason, as ConfigurationPolicy reports
 	// them. The list may be truncated; the conditions say so.
@@ -271,6 +280,30 @@ type HierarchyPolicyStatus struct {
 	//
 	// +optional
 	LastEvaluatedGeneration int64 `json:"lastEvaluatedGeneration,omitempty"`
+}
+
+// NamespaceCounts counts the objects of a HierarchyPolicy in one namespace.
+type NamespaceCounts struct {
+	// Name is the namespace.
+	Name string `json:"name"`
+
+	// Declared is how many objects the policy declares there.
+	Declared int32 `json:"declared"`
+
+	// InSync is how many of them are as declared.
+	InSync int32 `json:"inSync"`
+
+	// Planned is how many creates, updates and deletes remain to be done
+	// (under inform: would be done).
+	//
+	// +optional
+	Planned int32 `json:"planned,omitempty"`
+
+	// Conflicts is how many objects belong to another manager and are left
+	// alone.
+	//
+	// +optional
+	Conflicts int32 `json:"conflicts,omitempty"`
 }
 
 // HierarchyPolicy is a policy template for Canopy's hierarchical namespace

@@ -41,6 +41,12 @@ const (
 	// FromAnnotation on a propagated copy names the namespace it was copied
 	// from.
 	FromAnnotation = GroupName + "/from"
+
+	// PropagateGeneratedAnnotation on an object makes the syncer set
+	// PropagateAnnotation, with the same value, on the objects of the
+	// propagated kinds that it controls (controller owner reference), so
+	// that what a controller generates propagates too.
+	PropagateGeneratedAnnotation = GroupName + "/propagate-generated"
 )
 
 // Labels and annotations of every object the syncer writes.

@@ -1,0 +1,78 @@
+package syncer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
+)
+
+// skippedResources are never swept: Canopy does not write them, and they
+// are many.
+var skippedResources = map[schema.GroupResource]bool{
+	{Resource: "events"}:                         true,
+	{Group: "events.k8s.io", Resource: "events"}: true,
+}
+
+// owned finds every object this policy applied earlier, of any kind,
+// anywhere, by its PolicyLabel (and provenance annotation, since two
+// policies of one name may live in two namespaces), grouped by namespace
+// ("" for cluster-scoped). This is what makes "previously applied, now
+// removed → deleted" work across restarts: the labels are the memory.
+func (r *Reconciler) owned(ctx context.Context, t *tree) (map[string][]*unstructured.Unstructured, error) {
+	gvks, err := r.listableKinds()
+	out := map[string][]*unstructured.Unstructured{}
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, gvk := range gvks {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		err := r.ManagedReader.List(ctx, list, client.MatchingLabels{hierarchyv1alpha1.PolicyLabel: t.policy})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing %s: %w", gvk.GroupKind(), err))
+			continue
+		}
+		for i := range list.Items {
+			u := &list.Items[i]
+			if strings.HasPrefix(u.GetAnnotations()[hierarchyv1alpha1.SourceAnnotation], t.source+",") {
+				out[u.GetNamespace()] = append(out[u.GetNamespace()], u)
+			}
+		}
+	}
+	return out, kerrors.NewAggregate(errs)
+}
+
+// listableKinds returns, through discovery, the preferred version of every
+// kind that can be listed and deleted.
+func (r *Reconciler) listableKinds() ([]schema.GroupVersionKind, error) {
+	lists, err := r.discovery.ServerPreferredResources()
+	var out []schema.GroupVersionKind
+	for _, l := range lists {
+		gv, perr := schema.ParseGroupVersion(l.GroupVersion)
+		if perr != nil {
+			continue
+		}
+		for _, res := range l.APIResources {
+			if strings.Contains(res.Name, "/") || skippedResources[gv.WithResource(res.Name).GroupResource()] ||
+				!slices.Contains(res.Verbs, "list") || !slices.Contains(res.Verbs, "delete") {
+				continue
+			}
+			out = append(out, gv.WithKind(res.Kind))
+		}
+	}
+	if err != nil {
+		// Note: a partial answer (one aggregated API down) still sweeps the
+		// rest; the error makes the reconcile retry.
+		return out, fmt.Errorf("discovering the kinds to sweep: %w", err)
+	}
+	return out, nil
+}

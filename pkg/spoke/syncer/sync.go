@@ -1,0 +1,199 @@
+package syncer
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// syncCluster plans, and under enforce applies, the cluster-scoped objects
+// of t: declared ones, and those it applied earlier (owned). Namespaces of
+// the tree's nodes are left to their namespace's scope.
+func (r *Reconciler) syncCluster(ctx context.Context, t *tree, desired, owned []*unstructured.Unstructured, enforce bool) outcome {
+	o := outcome{declared: len(desired), failed: map[int]error{}}
+	observed, err := r.getAll(ctx, desired)
+	if err != nil {
+		o.failed[-1] = err
+		return o
+	}
+	for _, u := range owned {
+		if _, isNode := t.nodes[u.GetName()]; u.GetKind() == "Namespace" && isNode {
+			continue
+		}
+		observed = append(observed, u)
+	}
+	o.actions = plan(desired, observed, rules{policy: t.policy, holdDeletes: !t.valid()})
+	r.apply(ctx, &o, enforce)
+	return o
+}
+
+// syncNamespace plans, and under enforce applies, the objects of t in
+// namespace ns: the Namespace itself first (so that the objects can be
+// created in it), then the declared objects and managedKinds.
+func (r *Reconciler) syncNamespace(ctx context.Context, t *tree, ns string, owned []*unstructured.Unstructured, enforce bool) outcome {
+	o := outcome{namespace: ns, failed: map[int]error{}}
+	r2 := rules{policy: t.policy, holdDeletes: !t.valid(), strict: map[schema.GroupKind]bool{}}
+	var desired []*unstructured.Unstructured
+	if t.manages(ns) {
+		nsObj := t.namespaceObject(ns)
+		first := outcome{namespace: ns, failed: map[int]error{}}
+		observedNS, err := r.getAll(ctx, []*unstructured.Unstructured{nsObj})
+		if err != nil {
+			o.failed[-1] = err
+			return o
+		}
+		first.actions = plan([]*unstructured.Unstructured{nsObj}, observedNS, r2)
+		r.apply(ctx, &first, enforce)
+		if len(first.failed) > 0 || (len(first.actions) > 0 && first.actions[0].op == opConflict) {
+			first.declared = 1
+			return first
+		}
+		desired, _ = t.objectsOf(ns)
+		for gk := range t.strictKinds() {
+			r2.strict[gk] = true
+		}
+		o.actions = first.actions
+	}
+	o.declared = len(desired)
+	if t.manages(ns) {
+		o.declared++ // the Namespace
+	}
+	observed, err := r.observe(ctx, ns, desired, r2.strict, owned)
+	if err != nil {
+		o.failed[-1] = err
+		return o
+	}
+	rest := outcome{namespace: ns, failed: map[int]error{}, actions: plan(desired, observed, r2)}
+	r.apply(ctx, &rest, enforce)
+	offset := len(o.actions)
+	o.actions = append(o.actions, rest.actions...)
+	for i, err := range rest.failed {
+		o.failed[i+offset] = err
+	}
+	o.applied = enforce
+	return o
+}
+
+// strictKinds are the policy's managedKinds.
+func (t *tree) strictKinds() map[schema.GroupKind]bool {
+	out := map[schema.GroupKind]bool{}
+	for _, mk := range t.managed {
+		out[schema.GroupKind{Group: mk.Group, Kind: mk.Kind}] = true
+	}
+	return out
+}
+
+// apply writes the changes of o's plan under enforce, recording failures.
+func (r *Reconciler) apply(ctx context.Context, o *outcome, enforce bool) {
+	o.applied = enforce
+	if !enforce {
+		return
+	}
+	log := ctrl.LoggerFrom(ctx)
+	for i, a := range o.actions {
+		var err error
+		switch a.op {
+		case opCreate:
+			err = r.ManagedClient.Create(ctx, a.object.DeepCopy())
+		case opUpdate:
+			err = r.ManagedClient.Update(ctx, a.object.DeepCopy()) // in place, with optimistic locking
+		case opDelete:
+			err = client.IgnoreNotFound(r.ManagedClient.Delete(ctx, a.object,
+				client.Preconditions{UID: ptrUID(a.object), ResourceVersion: ptrRV(a.object)}))
+		default:
+			continue
+		}
+		if err != nil {
+			o.failed[i] = fmt.Errorf("%s %s: %w", a.op, keyOf(a.object), err)
+			continue
+		}
+		log.Info("Synced", "op", a.op, "kind", a.object.GetKind(), "object", klog.KObj(a.object), "reason", a.reason)
+	}
+}
+
+// getAll reads the objects named by desired that exist.
+func (r *Reconciler) getAll(ctx context.Context, desired []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, d := range desired {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(d.GroupVersionKind())
+		err := r.ManagedReader.Get(ctx, client.ObjectKeyFromObject(d), u)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", keyOf(d), err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// observe lists, in ns, the objects of the strict kinds and of the declared
+// kinds, and adds owned (found by the policy's sweep), without duplicates.
+func (r *Reconciler) observe(ctx context.Context, ns string, desired []*unstructured.Unstructured,
+	strict map[schema.GroupKind]bool, owned []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	kinds := map[schema.GroupKind]bool{}
+	maps.Copy(kinds, strict)
+	for _, d := range desired {
+		kinds[d.GroupVersionKind().GroupKind()] = true
+	}
+	byKey := map[objectKey]*unstructured.Unstructured{}
+	for _, gk := range slices.SortedFunc(maps.Keys(kinds), compareGroupKinds) {
+		mapping, err := r.mapper.RESTMapping(gk)
+		if err != nil {
+			return nil, fmt.Errorf("resolving kind %s: %w", gk, err)
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(mapping.GroupVersionKind.GroupVersion().WithKind(gk.Kind + "List"))
+		if err := r.ManagedReader.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("listing %s in namespace %s: %w", gk, ns, err)
+		}
+		for i := range list.Items {
+			byKey[keyOf(&list.Items[i])] = &list.Items[i]
+		}
+	}
+	for _, u := range owned {
+		if _, ok := byKey[keyOf(u)]; !ok {
+			byKey[keyOf(u)] = u
+		}
+	}
+	return sortedObjects(byKey), nil
+}
+
+func compareGroupKinds(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) }
+
+// scopes returns the namespaces a policy's reconcile visits: those of its
+// tree, and those where it applied objects earlier.
+func scopes(t *tree, owned map[string][]*unstructured.Unstructured) []string {
+	set := map[string]bool{}
+	for _, ns := range t.namespaces() {
+		set[ns] = true
+	}
+	for ns := range owned {
+		if ns != "" && !reservedNamespaces[ns] {
+			set[ns] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+func ptrUID(u *unstructured.Unstructured) *types.UID {
+	uid := u.GetUID()
+	return &uid
+}
+
+func ptrRV(u *unstructured.Unstructured) *string {
+	rv := u.GetResourceVersion()
+	return &rv
+}

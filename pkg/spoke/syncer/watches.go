@@ -1,0 +1,226 @@
+package syncer
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
+)
+
+// evaluationTriggers lets through the changes of a HierarchyPolicy that
+// call for an evaluation: spec (generation), deletion and labels (which name
+// the parent Policy). Status updates, this controller's own included, do
+// not.
+func evaluationTriggers() predicate.Predicate {
+	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})
+}
+
+// namespaceKey is the work-queue key of namespace ns.
+func namespaceKey(ns string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Name: ns}}
+}
+
+// subtreeHandler fans a HierarchyPolicy's change out to the namespaces it
+// affects: on an update, those under the nodes that changed (seed 001's
+// hierarchical event processor); on a creation or deletion, all of them.
+func (r *Reconciler) subtreeHandler() handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			p, ok := e.Object.(*hierarchyv1alpha1.HierarchyPolicy)
+			if ok {
+				addAll(q, newTree(p).namespaces())
+				r.addPropagated(ctx, q, p.Spec.Propagation != nil)
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			o, okOld := e.ObjectOld.(*hierarchyv1alpha1.HierarchyPolicy)
+			n, okNew := e.ObjectNew.(*hierarchyv1alpha1.HierarchyPolicy)
+			if okOld && okNew && o.Generation != n.Generation {
+				addAll(q, affectedNamespaces(o, n))
+				r.addPropagated(ctx, q, !equality.Semantic.DeepEqual(o.Spec.Propagation, n.Spec.Propagation))
+			}
+		},
+	}
+}
+
+// affectedNamespaces returns the namespaces of old and new whose declared
+// state may differ: the subtrees of the nodes that were added, removed or
+// changed, or all of them when the managed kinds changed. It is pure.
+func affectedNamespaces(old, updated *hierarchyv1alpha1.HierarchyPolicy) []string {
+	to, tn := newTree(old), newTree(updated)
+	set := map[string]bool{}
+	if !equality.Semantic.DeepEqual(old.Spec.ManagedKinds, updated.Spec.ManagedKinds) || old.Spec.RemediationAction != updated.Spec.RemediationAction {
+		for _, ns := range append(to.namespaces(), tn.namespaces()...) {
+			set[ns] = true
+		}
+	}
+	for name := range mergedKeys(to.nodes, tn.nodes) {
+		a, inOld := to.nodes[name]
+		b, inNew := tn.nodes[name]
+		if inOld && inNew && equality.Semantic.DeepEqual(a, b) {
+			continue
+		}
+		for _, ns := range append(to.subtree(name), tn.subtree(name)...) {
+			set[ns] = true
+		}
+		if inOld && !a.Abstract {
+			set[name] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// namespaceHandler maps a Namespace's change to its key, to those of the
+// namespaces that copy from it, and to the HierarchyPolicies concerned (for
+// their status).
+func (r *Reconciler) namespaceHandler() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		reqs := append([]reconcile.Request{namespaceKey(obj.GetName())}, r.policiesOf(ctx, obj.GetName(), obj)...)
+		for _, child := range r.children(ctx, obj.GetName()) { // labels propagate down
+			reqs = append(reqs, namespaceKey(child))
+		}
+		return reqs
+	})
+}
+
+// objectHandler maps a synced object's change back to its namespace, to
+// the namespaces that copy from it, and to the HierarchyPolicies concerned
+// (for their status).
+func (r *Reconciler) objectHandler() handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		reqs := r.policiesOf(ctx, obj.GetNamespace(), obj)
+		if obj.GetNamespace() != "" {
+			reqs = append(reqs, namespaceKey(obj.GetNamespace()))
+			for _, child := range r.children(ctx, obj.GetNamespace()) { // its copies
+				reqs = append(reqs, namespaceKey(child))
+			}
+		}
+		return reqs
+	})
+}
+
+// policiesOf returns the HierarchyPolicies whose tree has namespace ns,
+// which applied obj, which have generators (a namespace's labels or a clone
+// source may have changed), or (for a cluster-scoped obj) which declare
+// clusterResources.
+func (r *Reconciler) policiesOf(ctx context.Context, ns string, obj client.Object) []reconcile.Request {
+	list := &hierarchyv1alpha1.HierarchyPolicyList{}
+	if err := r.ManagedClient.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Cannot list hierarchy policies")
+		return nil
+	}
+	owner := obj.GetLabels()[hierarchyv1alpha1.PolicyLabel]
+	var out []reconcile.Request
+	for i := range list.Items {
+		p := &list.Items[i]
+		_, declares := newTree(p).nodes[ns]
+		if declares || p.Name == owner || len(p.Spec.Generators) > 0 ||
+			(obj.GetNamespace() == "" && len(p.Spec.ClusterResources) > 0) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(p)})
+		}
+	}
+	return out
+}
+
+// watchKinds starts watches on the kinds the policy declares or manages,
+// once per kind for the life of the process.
+func (r *Reconciler) watchKinds(ctx context.Context, p *hierarchyv1alpha1.HierarchyPolicy, cluster []*unstructured.Unstructured) error {
+	kinds := map[schema.GroupKind]bool{}
+	for _, u := range cluster {
+		kinds[u.GroupVersionKind().GroupKind()] = true
+	}
+	for _, mk := range p.Spec.ManagedKinds {
+		kinds[schema.GroupKind{Group: mk.Group, Kind: mk.Kind}] = true
+	}
+	for _, g := range p.Spec.Generators {
+		if g.Clone != nil {
+			kinds[schema.FromAPIVersionAndKind(g.Clone.APIVersion, g.Clone.Kind).GroupKind()] = true
+		} else if u, err := decode(*g.Data); err == nil {
+			kinds[u.GroupVersionKind().GroupKind()] = true
+		}
+	}
+	t := newTree(p)
+	for _, ns := range t.namespaces() {
+		objs, _ := t.objectsOf(ns)
+		for _, u := range objs {
+			kinds[u.GroupVersionKind().GroupKind()] = true
+		}
+	}
+	for _, gk := range slices.SortedFunc(maps.Keys(kinds), compareGroupKinds) {
+		if err := r.watch(ctx, gk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) watch(ctx context.Context, gk schema.GroupKind) error {
+	mapping, err := r.mapper.RESTMapping(gk)
+	if err != nil {
+		return fmt.Errorf("resolving kind %s: %w", gk, err)
+	}
+	r.watchMu.Lock()
+	defer r.watchMu.Unlock()
+	if r.watched[mapping.GroupVersionKind] {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(mapping.GroupVersionKind)
+	if err := r.ctrl.Watch(source.Kind[client.Object](r.cache, u, r.objectHandler())); err != nil {
+		return fmt.Errorf("watching %s: %w", gk, err)
+	}
+	r.watched[mapping.GroupVersionKind] = true
+	ctrl.LoggerFrom(ctx).V(4).Info("Watching kind", "kind", mapping.GroupVersionKind.String())
+	return nil
+}
+
+func addAll(q workqueue.TypedRateLimitingInterface[reconcile.Request], namespaces []string) {
+	for _, ns := range namespaces {
+		q.Add(namespaceKey(ns))
+	}
+}
+
+func mergedKeys[V any](a, b map[string]V) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// addPropagated adds, when changed, every namespace in a live-propagation
+// tree: the propagation settings apply to all of them.
+func (r *Reconciler) addPropagated(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], changed bool) {
+	if !changed {
+		return
+	}
+	list := &corev1.NamespaceList{}
+	if err := r.ManagedClient.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Cannot list namespaces")
+		return
+	}
+	for _, ns := range list.Items {
+		if sourceOf(&ns) != "" {
+			q.Add(namespaceKey(ns.Name))
+		}
+	}
+}
