@@ -29,6 +29,7 @@ import (
 	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
 	"github.com/canopy-policy/canopy/pkg/spoke/configpolicy"
 	"github.com/canopy-policy/canopy/pkg/spoke/hubconn/agenttest"
+	"github.com/canopy-policy/canopy/pkg/spoke/syncer"
 )
 
 // OrderedInstallSpecInput is the input of OrderedInstallSpec.
@@ -208,14 +209,17 @@ func startHub(cfg *rest.Config) {
 	DeferCleanup(func() { cancel(); <-done })
 }
 
-// startAgent runs the agent of mc, with the ConfigurationPolicy evaluator,
-// until the spec ends.
+// startAgent runs the agent of mc, with its evaluators (ConfigurationPolicy
+// and the hierarchical syncer), until the spec ends.
 func startAgent(mc *testenv.ManagedCluster) {
 	GinkgoHelper()
 	agent, err := agenttest.Start(context.Background(), agenttest.Options{
 		ManagedConfig: mc.Config, HubConfig: mc.HubConfig, ClusterNamespace: mc.Name, ClusterWideCache: true,
 		Evaluators: func(mgr ctrl.Manager, rec *compliance.Recorder) error {
-			return (&configpolicy.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}).SetupWithManager(mgr)
+			if err := (&configpolicy.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}).SetupWithManager(mgr); err != nil {
+				return err
+			}
+			return (&syncer.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}).SetupWithManager(mgr)
 		},
 	})
 	Expect(err).NotTo(HaveOccurred())
