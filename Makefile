@@ -4,7 +4,7 @@ KUBE_VERSION ?= 1.37.1
 ENVTEST_ASSETS ?= $(CURDIR)/bin/k8s/$(KUBE_VERSION)
 CONTROLLER_GEN ?= $(CURDIR)/bin/controller-gen
 GOLANGCI_LINT ?= $(CURDIR)/bin/golangci-lint
-GO_TEST_FLAGS ?= -timeout 45m
+GO_TEST_FLAGS ?= -timeout 45m -count=1
 export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
 
 .DEFAULT_GOAL := help

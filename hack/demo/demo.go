@@ -37,13 +37,14 @@ func (d *demo) say(format string, args ...any) {
 	fmt.Fprintf(d.out, format+"\n", args...)
 }
 
-// startClusters starts the hub and the managed clusters and labels the
-// clusters as the examples' Placements expect: every cluster is a dev
-// cluster, and the last one is also a canary.
+// startClusters starts the hub, the managed clusters and OCM's placement
+// controller, and labels the clusters as the examples' Placements expect:
+// every cluster is a dev cluster, and the last one is also a canary.
 func (d *demo) startClusters(ctx context.Context) error {
 	start := time.Now()
-	d.say("Starting a hub and %d managed clusters (kube-apiserver + etcd each)...", len(d.opts.clusters))
-	env, err := testenv.Start(ctx, testenv.Options{ManagedClusters: d.opts.clusters, Dir: d.dir})
+	d.say("Starting a hub and %d managed clusters (kube-apiserver + etcd each), and OCM's placement controller...",
+		len(d.opts.clusters))
+	env, err := testenv.Start(ctx, testenv.Options{ManagedClusters: d.opts.clusters, Dir: d.dir, PlacementController: true})
 	if err != nil {
 		return fmt.Errorf("starting the clusters: %w", err)
 	}
@@ -98,20 +99,6 @@ func (d *demo) applyExamples(ctx context.Context) error {
 	}
 	d.say("Applied %d objects from %v on the hub.", len(objs), d.opts.examples)
 	return nil
-}
-
-// keepDecidingPlacements stands in for OCM's placement controller until ctx
-// ends (see decidePlacements).
-func (d *demo) keepDecidingPlacements(ctx context.Context) {
-	for ctx.Err() == nil {
-		if err := decidePlacements(ctx, d.env); err != nil && ctx.Err() == nil {
-			fmt.Fprintln(os.Stderr, "demo: deciding placements:", err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(2 * time.Second):
-		}
-	}
 }
 
 // showCompliance prints the compliance matrix each time it changes, until

@@ -1,8 +1,9 @@
 // Command demo runs the whole of Canopy locally: a hub and managed clusters
-// (each a real kube-apiserver and etcd), the hub controller and one agent per
-// cluster as local processes, and the example policies. It prints the fleet's
-// compliance as it changes, then keeps running so the user can explore with
-// kubectl. `make demo` builds the binaries and runs it.
+// (each a real kube-apiserver and etcd), OCM's placement controller in
+// process, the hub controller and one agent per cluster as local processes,
+// and the example policies. It prints the fleet's compliance as it changes,
+// then keeps running so the user can explore with kubectl. `make demo`
+// builds the binaries and runs it.
 package main
 
 import (
@@ -61,7 +62,6 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 			return err
 		}
 	}
-	go d.keepDecidingPlacements(ctx)
 	if err := d.showCompliance(ctx); err != nil {
 		return err
 	}

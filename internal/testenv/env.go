@@ -35,6 +35,13 @@ type Options struct {
 	// <cluster>-hub.kubeconfig) and, under state/, the control planes' data,
 	// removed on Stop. Empty means a new temporary directory, removed on Stop.
 	Dir string
+	// PlacementController runs OCM's placement controller against the hub
+	// (see StartPlacementController), instead of tests writing decisions
+	// with SetPlacementDecisions.
+	PlacementController bool
+	// WorkAgents runs OCM's work agent for every managed cluster (see
+	// StartWorkAgent), so that ManifestWorks on the hub are applied.
+	WorkAgents bool
 }
 
 // Env is a hub and its managed clusters.
@@ -51,6 +58,9 @@ type Env struct {
 	identity func(ctx context.Context, cluster string) (*rest.Config, rbacv1.Subject, error)
 	stopOnce sync.Once
 	stopErr  error
+
+	bgMu       sync.Mutex
+	background []*background // OCM's controllers and agents, stopped first on Stop
 }
 
 // ManagedCluster is a managed cluster's API server and the agent's view of
@@ -129,6 +139,16 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.PlacementController {
+		if err := e.StartPlacementController(ctx); err != nil {
+			return nil, fmt.Errorf("starting the placement controller: %w", err)
+		}
+	}
+	if opts.WorkAgents {
+		if err := e.startWorkAgents(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -187,6 +207,7 @@ func (e *Env) Cluster(name string) *ManagedCluster {
 func (e *Env) Stop() error {
 	e.stopOnce.Do(func() {
 		untrack(e)
+		e.stopBackground()
 		planes := []*ControlPlane{e.Hub}
 		for _, mc := range e.Managed {
 			if mc != nil {

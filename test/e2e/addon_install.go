@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // ginkgo's DSL reads best unqualified
+	. "github.com/onsi/gomega"    //nolint:revive // gomega's DSL reads best unqualified
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/canopy-policy/canopy/pkg/hub/addon"
+)
+
+// AddonInstallSpecInput is the input of AddonInstallSpec.
+type AddonInstallSpecInput struct {
+	// HubConfig is an administrator's connection to the hub, on which the
+	// spec runs the addon manager.
+	HubConfig *rest.Config
+	// HubClient is an administrator's client of the hub.
+	HubClient client.Client
+	// ManagedClient is an administrator's client of ClusterName, where an OCM
+	// work agent applies the ManifestWorks of its cluster namespace.
+	ManagedClient client.Client
+	// ClusterName is the registered cluster to enable the addon on.
+	ClusterName string
+}
+
+// AddonInstallSpec is the user story "install Canopy's agent on a cluster
+// the OCM way": with the hub's addon manager running, enabling the addon on
+// a cluster (a ManagedClusterAddOn, as `clusteradm addon enable` creates)
+// delivers the agent's manifests to the managed cluster through a
+// ManifestWork and OCM's work agent. No kubelet runs the Deployment.
+//
+// Note: the spec leaves the addon enabled: disabling it deletes the
+// ManifestWork, and with it the spoke CRDs on the managed cluster, which
+// later specs need.
+func AddonInstallSpec(inputGetter func() AddonInstallSpecInput) {
+	var input AddonInstallSpecInput
+
+	BeforeEach(func() {
+		input = inputGetter()
+		Expect(input.HubConfig).NotTo(BeNil(), "AddonInstallSpec needs a HubConfig")
+		Expect(input.HubClient).NotTo(BeNil(), "AddonInstallSpec needs a HubClient")
+		Expect(input.ManagedClient).NotTo(BeNil(), "AddonInstallSpec needs a ManagedClient")
+		Expect(input.ClusterName).NotTo(BeEmpty(), "AddonInstallSpec needs a ClusterName")
+		runAddonManager(input.HubConfig)
+	})
+
+	It("delivers the agent's manifests to the managed cluster", func(ctx SpecContext) {
+		enableAddon(ctx, input.HubClient, input.ClusterName)
+
+		ns := addon.DefaultInstallNamespace
+		for _, obj := range []client.Object{
+			&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: addon.AgentName}},
+			&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: addon.AgentName}},
+			&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: addon.AgentName}},
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: addon.AgentName}},
+		} {
+			Eventually(func() error { return input.ManagedClient.Get(ctx, client.ObjectKeyFromObject(obj), obj) }).
+				WithTimeout(time.Minute).Should(Succeed(), "%T %s on %s", obj, client.ObjectKeyFromObject(obj), input.ClusterName)
+		}
+
+		work := addonWork(ctx, input.HubClient, input.ClusterName)
+		Expect(meta.IsStatusConditionTrue(work.Status.Conditions, workv1.WorkApplied)).To(BeTrue())
+		var crds []string
+		for _, m := range work.Status.ResourceStatus.Manifests {
+			if m.ResourceMeta.Kind == "CustomResourceDefinition" &&
+				meta.IsStatusConditionTrue(m.Conditions, workv1.ManifestApplied) {
+				crds = append(crds, m.ResourceMeta.Name)
+			}
+		}
+		Expect(crds).To(ContainElement("policies.policy.open-cluster-management.io"))
+		for _, name := range crds {
+			Expect(input.ManagedClient.Get(ctx, client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})).To(Succeed())
+		}
+	})
+}
+
+// runAddonManager runs Canopy's addon manager on the hub until the spec ends.
+func runAddonManager(cfg *rest.Config) {
+	GinkgoHelper()
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &addon.Manager{Config: cfg, Options: addon.Options{Image: "example.com/canopy:e2e"}}
+	done := make(chan error, 1)
+	go func() { done <- m.Start(ctx) }()
+	DeferCleanup(func() {
+		cancel()
+		Expect(<-done).To(Succeed())
+	})
+}
+
+// enableAddon enables the addon on cluster as `clusteradm addon enable`
+// does, with the owner OCM's addon manager gives the ManagedClusterAddOn.
+func enableAddon(ctx context.Context, c client.Client, cluster string) {
+	GinkgoHelper()
+	cma := &addonv1beta1.ClusterManagementAddOn{}
+	Eventually(func() error { return c.Get(ctx, client.ObjectKey{Name: addon.Name}, cma) }).Should(Succeed())
+	Expect(c.Create(ctx, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{
+		Name: addon.Name, Namespace: cluster,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: addonv1beta1.GroupVersion.String(),
+			Kind: "ClusterManagementAddOn", Name: cma.Name, UID: cma.UID, Controller: ptr.To(true)}},
+	}})).To(Succeed())
+}
+
+// addonWork returns the addon's ManifestWork in the cluster namespace once
+// the work agent reports every manifest applied.
+func addonWork(ctx context.Context, c client.Client, cluster string) *workv1.ManifestWork {
+	GinkgoHelper()
+	works := &workv1.ManifestWorkList{}
+	Eventually(func(g Gomega) {
+		g.Expect(c.List(ctx, works, client.InNamespace(cluster),
+			client.MatchingLabels{addonv1beta1.AddonLabelKey: addon.Name})).To(Succeed())
+		g.Expect(works.Items).To(HaveLen(1))
+		g.Expect(works.Items[0].Status.ResourceStatus.Manifests).To(HaveLen(len(works.Items[0].Spec.Workload.Manifests)))
+		g.Expect(works.Items[0].Status.ResourceStatus.Manifests).To(HaveEach(
+			HaveField("Conditions", ContainElement(SatisfyAll(
+				HaveField("Type", workv1.ManifestApplied), HaveField("Status", metav1.ConditionTrue))))))
+	}).WithTimeout(time.Minute).Should(Succeed())
+	return &works.Items[0]
+}
