@@ -21,8 +21,14 @@ import (
 	"github.com/canopy-policy/canopy/pkg/report"
 )
 
-// defaultExamples are applied on the hub, in this order.
-var defaultExamples = []string{"examples/propagation"}
+// defaultExamples are applied on the hub: a namespace and a PolicySet placed
+// on every cluster, holding an operator-style install ordered by
+// dependencies and a HierarchyPolicy.
+var defaultExamples = []string{"examples/demo", "examples/ordered-install", "examples/hierarchy/policy.yaml"}
+
+// examplesNamespace is where namespaced example objects without a namespace
+// go, as with `kubectl -n policies apply -f`.
+const examplesNamespace = "policies"
 
 // demo is one run of the demo.
 type demo struct {
@@ -94,6 +100,12 @@ func (d *demo) applyExamples(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the examples: %w", err)
 	}
+	for _, obj := range objs {
+		namespaced, err := d.env.Hub.Client.IsObjectNamespaced(obj)
+		if err == nil && namespaced && obj.GetNamespace() == "" {
+			obj.SetNamespace(examplesNamespace)
+		}
+	}
 	if err := testenv.Apply(ctx, d.env.Hub.Client, objs...); err != nil {
 		return fmt.Errorf("applying the examples: %w", err)
 	}
@@ -104,7 +116,7 @@ func (d *demo) applyExamples(ctx context.Context) error {
 // showCompliance prints the compliance matrix each time it changes, until
 // every cell is Compliant or the settle timeout passes.
 func (d *demo) showCompliance(ctx context.Context) error {
-	d.say("\nCompliance per policy and cluster, as the hub sees it (Pending: waiting on a dependency):")
+	d.say("\nCompliance per policy and cluster, as the hub sees it (Pending: waiting on a dependency; -: no report yet):")
 	colour := isTerminal(d.out)
 	start, last := time.Now(), ""
 	for time.Since(start) < d.opts.settle {

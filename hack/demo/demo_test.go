@@ -13,11 +13,15 @@ import (
 
 // TestExamplesArePlaced checks that the demo's clusters, labelled as the
 // demo labels them, are chosen by OCM's placement controller for the
-// examples' Placements: every cluster is a dev cluster, the last a canary.
+// Placements of the demo's examples and of examples/propagation.
 func TestExamplesArePlaced(t *testing.T) {
 	g := NewWithT(t)
+	examples := []string{"../../examples/propagation"}
+	for _, e := range defaultExamples {
+		examples = append(examples, "../../"+e)
+	}
 	d := &demo{
-		opts: options{clusters: []string{"c1", "c2"}, examples: []string{"../../examples/propagation"}},
+		opts: options{clusters: []string{"c1", "c2"}, examples: examples},
 		dir:  t.TempDir(),
 		out:  io.Discard,
 	}
@@ -44,4 +48,6 @@ func TestExamplesArePlaced(t *testing.T) {
 	}
 	g.Eventually(decided("dev-clusters"), 30*time.Second).Should(Equal([]string{"c1", "c2"}))
 	g.Eventually(decided("canary-clusters"), 30*time.Second).Should(Equal([]string{"c2"}))
+	g.Eventually(decided("all-clusters"), 30*time.Second).Should(Equal([]string{"c1", "c2"}))
+	g.Eventually(decided("ordered-install"), 30*time.Second).Should(Equal([]string{"c1", "c2"}))
 }
