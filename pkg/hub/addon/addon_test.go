@@ -109,6 +109,12 @@ func TestManifestsGolden(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 			perCluster, static := split(objs)
 			g.Expect(static).To(ConsistOf(staticNames()))
+			for _, obj := range objs {
+				if crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
+					g.Expect(crd.Annotations).To(HaveKey(DeletionOrphanAnnotation),
+						"disabling the addon must leave %s, and every policy with it, on the cluster", crd.Name)
+				}
+			}
 			compareGolden(t, filepath.Join("testdata", tt.name+".yaml"), toYAML(t, perCluster))
 		})
 	}

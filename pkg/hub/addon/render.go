@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"path"
 	"text/template"
 
@@ -93,7 +94,14 @@ func staticManifests() ([]runtime.Object, error) {
 		if hubOnlyCRDs[crd.Name] {
 			continue
 		}
+		// Note: disabling the addon must not delete the CRDs, which would
+		// delete every policy and template on the cluster with them.
+		metav1.SetMetaDataAnnotation(&crd.ObjectMeta, DeletionOrphanAnnotation, "")
 		objs = append(objs, crd)
 	}
 	return objs, nil
 }
+
+// DeletionOrphanAnnotation makes OCM leave an object on the managed cluster
+// when the addon is disabled (its ManifestWork deleted).
+const DeletionOrphanAnnotation = "addon.open-cluster-management.io/deletion-orphan"
