@@ -12,12 +12,15 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
 )
 
@@ -33,6 +36,11 @@ type AddonInstallSpecInput struct {
 	ManagedClient client.Client
 	// ClusterName is the registered cluster to enable the addon on.
 	ClusterName string
+	// Env is the hub and the managed clusters: the spec also runs the
+	// delivered agent (as a local process, with the cluster's hub identity;
+	// no kubelet runs the Deployment) and the hub controllers, and follows an
+	// authored policy to compliance on the hub.
+	Env *testenv.Env
 }
 
 // AddonInstallSpec is the user story "install Canopy's agent on a cluster
@@ -41,9 +49,8 @@ type AddonInstallSpecInput struct {
 // delivers the agent's manifests to the managed cluster through a
 // ManifestWork and OCM's work agent. No kubelet runs the Deployment.
 //
-// Note: the spec leaves the addon enabled: disabling it deletes the
-// ManifestWork, and with it the spoke CRDs on the managed cluster, which
-// later specs need.
+// Note: the spec leaves the addon enabled, so that the agent it delivered
+// stays installed for later specs.
 func AddonInstallSpec(inputGetter func() AddonInstallSpecInput) {
 	var input AddonInstallSpecInput
 
@@ -53,6 +60,7 @@ func AddonInstallSpec(inputGetter func() AddonInstallSpecInput) {
 		Expect(input.HubClient).NotTo(BeNil(), "AddonInstallSpec needs a HubClient")
 		Expect(input.ManagedClient).NotTo(BeNil(), "AddonInstallSpec needs a ManagedClient")
 		Expect(input.ClusterName).NotTo(BeEmpty(), "AddonInstallSpec needs a ClusterName")
+		Expect(input.Env).NotTo(BeNil(), "AddonInstallSpec needs an Env")
 		runAddonManager(input.HubConfig)
 	})
 
@@ -84,6 +92,45 @@ func AddonInstallSpec(inputGetter func() AddonInstallSpecInput) {
 			Expect(input.ManagedClient.Get(ctx, client.ObjectKey{Name: name}, &apiextensionsv1.CustomResourceDefinition{})).To(Succeed())
 		}
 	})
+
+	It("runs the delivered agent, which reports an authored policy's compliance to the hub", func(ctx SpecContext) {
+		enableAddon(ctx, input.HubClient, input.ClusterName)
+		addonWork(ctx, input.HubClient, input.ClusterName) // the agent is installed
+		startHub(input.Env.Hub.Config)
+		startAgent(input.Env.Cluster(input.ClusterName))
+
+		ns := CreateNamespace(ctx, input.HubClient, "addon-flow")
+		wanted := ns + "-created-by-policy"
+		Expect(input.HubClient.Create(ctx, namespacePolicy(ns, "team-namespace", wanted))).To(Succeed())
+		Expect(input.HubClient.Create(ctx, &policyv1.PlacementBinding{
+			ObjectMeta:   metav1.ObjectMeta{Namespace: ns, Name: "team-namespace"},
+			PlacementRef: policyv1.PlacementSubject{APIGroup: "cluster.open-cluster-management.io", Kind: "Placement", Name: "team-namespace"},
+			Subjects:     []policyv1.Subject{{APIGroup: policyv1.GroupName, Kind: "Policy", Name: "team-namespace"}},
+		})).To(Succeed())
+		Expect(input.Env.SetPlacementDecisions(ctx, ns, "team-namespace", input.ClusterName)).To(Succeed())
+
+		Eventually(func(g Gomega) map[string]policyv1.ComplianceState {
+			p := &policyv1.Policy{}
+			g.Expect(input.HubClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-namespace"}, p)).To(Succeed())
+			return perCluster(p)
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).
+			Should(Equal(allOf([]string{input.ClusterName}, policyv1.Compliant)))
+		Expect(input.ManagedClient.Get(ctx, client.ObjectKey{Name: wanted}, &corev1.Namespace{})).To(Succeed())
+	})
+}
+
+// namespacePolicy is a Policy whose one template enforces that namespace
+// wanted exists.
+func namespacePolicy(ns, name, wanted string) *policyv1.Policy {
+	template := `{"apiVersion":"policy.open-cluster-management.io/v1","kind":"ConfigurationPolicy",` +
+		`"metadata":{"name":"` + name + `-` + ns + `"},"spec":{"remediationAction":"enforce","object-templates":[` +
+		`{"complianceType":"musthave","objectDefinition":{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + wanted + `"}}}]}}`
+	return &policyv1.Policy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: policyv1.PolicySpec{PolicyTemplates: []policyv1.PolicyTemplate{
+			{ObjectDefinition: runtime.RawExtension{Raw: []byte(template)}},
+		}},
+	}
 }
 
 // runAddonManager runs Canopy's addon manager on the hub until the spec ends.
@@ -105,11 +152,11 @@ func enableAddon(ctx context.Context, c client.Client, cluster string) {
 	GinkgoHelper()
 	cma := &addonv1beta1.ClusterManagementAddOn{}
 	Eventually(func() error { return c.Get(ctx, client.ObjectKey{Name: addon.Name}, cma) }).Should(Succeed())
-	Expect(c.Create(ctx, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{
+	Expect(client.IgnoreAlreadyExists(c.Create(ctx, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{
 		Name: addon.Name, Namespace: cluster,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: addonv1beta1.GroupVersion.String(),
 			Kind: "ClusterManagementAddOn", Name: cma.Name, UID: cma.UID, Controller: ptr.To(true)}},
-	}})).To(Succeed())
+	}}))).To(Succeed())
 }
 
 // addonWork returns the addon's ManifestWork in the cluster namespace once

@@ -22,6 +22,7 @@ var _ = Describe("Enabling the addon on a managed cluster", func() {
 			})
 		}
 		return AddonInstallSpecInput{
+			Env:           env,
 			HubConfig:     env.Hub.Config,
 			HubClient:     env.Hub.Client,
 			ManagedClient: mc.Client,
