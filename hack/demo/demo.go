@@ -48,9 +48,10 @@ func (d *demo) say(format string, args ...any) {
 // every cluster is a dev cluster, and the last one is also a canary.
 func (d *demo) startClusters(ctx context.Context) error {
 	start := time.Now()
-	d.say("Starting a hub and %d managed clusters (kube-apiserver + etcd each), and OCM's placement controller...",
+	d.say("Starting a hub and %d managed clusters (kube-apiserver + etcd each), OCM's placement controller and work agents...",
 		len(d.opts.clusters))
-	env, err := testenv.Start(ctx, testenv.Options{ManagedClusters: d.opts.clusters, Dir: d.dir, PlacementController: true})
+	env, err := testenv.Start(ctx, testenv.Options{ManagedClusters: d.opts.clusters, Dir: d.dir,
+		PlacementController: true, WorkAgents: true})
 	if err != nil {
 		return fmt.Errorf("starting the clusters: %w", err)
 	}
@@ -177,7 +178,7 @@ func (d *demo) describe() {
 		m := d.env.Managed[0]
 		d.say("  kubectl --kubeconfig %s get policies,configurationpolicies -n %s", m.KubeconfigPath, m.Name)
 	}
-	d.say("Logs of the hub controller and the agents: %s", filepath.Join(d.dir, "logs"))
+	d.say("Logs of the hub controller, the agents and OCM's controllers: %s", filepath.Join(d.dir, "logs"))
 	d.say("\nPress Ctrl-C to stop.")
 }
 

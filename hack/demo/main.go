@@ -55,9 +55,12 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := logOCMToFile(filepath.Join(dir, "logs")); err != nil {
+		return err
+	}
 	d := &demo{opts: opts, dir: dir, out: out}
 	defer d.stop()
-	for _, step := range []func(context.Context) error{d.startClusters, d.startCanopy, d.applyExamples} {
+	for _, step := range []func(context.Context) error{d.startClusters, d.startCanopy, d.enableAddon, d.applyExamples} {
 		if err := step(ctx); err != nil {
 			return err
 		}

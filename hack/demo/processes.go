@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // process is a Canopy binary the demo runs as a local process, as a pod
@@ -78,4 +81,26 @@ func (p *process) exited(ctx context.Context) error {
 	default:
 		return nil
 	}
+}
+
+// logOCMToFile sends the global klog output, where OCM's in-process
+// placement controller and work agents log, to logDir/ocm.log instead of the
+// terminal the demo talks to.
+func logOCMToFile(logDir string) error {
+	if err := os.MkdirAll(logDir, 0o750); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(logDir, "ocm.log")) //nolint:gosec // the demo's own log directory
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	for name, value := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL"} {
+		if err := fs.Set(name, value); err != nil {
+			return err
+		}
+	}
+	klog.SetOutput(f)
+	return nil
 }

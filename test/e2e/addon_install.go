@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,7 +64,7 @@ func AddonInstallSpec(inputGetter func() AddonInstallSpecInput) {
 	})
 
 	It("delivers the agent's manifests to the managed cluster", func(ctx SpecContext) {
-		enableAddon(ctx, input.HubClient, input.ClusterName)
+		Expect(input.Env.EnableAddon(ctx, input.ClusterName, addon.Name)).To(Succeed())
 
 		ns := addon.DefaultInstallNamespace
 		for _, obj := range []client.Object{
@@ -94,7 +93,7 @@ func AddonInstallSpec(inputGetter func() AddonInstallSpecInput) {
 	})
 
 	It("runs the delivered agent, which reports an authored policy's compliance to the hub", func(ctx SpecContext) {
-		enableAddon(ctx, input.HubClient, input.ClusterName)
+		Expect(input.Env.EnableAddon(ctx, input.ClusterName, addon.Name)).To(Succeed())
 		addonWork(ctx, input.HubClient, input.ClusterName) // the agent is installed
 		startHub(input.Env.Hub.Config)
 		startAgent(input.Env.Cluster(input.ClusterName))
@@ -144,19 +143,6 @@ func runAddonManager(cfg *rest.Config) {
 		cancel()
 		Expect(<-done).To(Succeed())
 	})
-}
-
-// enableAddon enables the addon on cluster as `clusteradm addon enable`
-// does, with the owner OCM's addon manager gives the ManagedClusterAddOn.
-func enableAddon(ctx context.Context, c client.Client, cluster string) {
-	GinkgoHelper()
-	cma := &addonv1beta1.ClusterManagementAddOn{}
-	Eventually(func() error { return c.Get(ctx, client.ObjectKey{Name: addon.Name}, cma) }).Should(Succeed())
-	Expect(client.IgnoreAlreadyExists(c.Create(ctx, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{
-		Name: addon.Name, Namespace: cluster,
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: addonv1beta1.GroupVersion.String(),
-			Kind: "ClusterManagementAddOn", Name: cma.Name, UID: cma.UID, Controller: ptr.To(true)}},
-	}}))).To(Succeed())
 }
 
 // addonWork returns the addon's ManifestWork in the cluster namespace once
