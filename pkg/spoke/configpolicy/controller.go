@@ -167,7 +167,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Confi
 	policy.Status = evaluatedStatus(policy, outcomes, now)
 	ctrl.LoggerFrom(ctx).V(4).Info("Evaluated", "policy", klog.KObj(policy), "compliant", policy.Status.ComplianceState,
 		"watching", e.watching)
-	if err := r.report(ctx, policy, remediated(outcomes)); err != nil {
+	if err := r.Recorder.RecordTemplate(ctx, r.ManagedClient, policy, policyv1.GroupVersion.WithKind("ConfigurationPolicy"),
+		policy.Status.ComplianceState, eventMessage(policy.Status), remediated(outcomes)); err != nil {
 		e.transient = append(e.transient, err)
 	}
 	return r.schedule(ctx, policy, e)
@@ -270,30 +271,6 @@ func (r *Reconciler) schedule(ctx context.Context, policy *policyv1.Configuratio
 		return ctrl.Result{RequeueAfter: unknownKindRecheck}, nil
 	}
 	return ctrl.Result{}, nil
-}
-
-// report records the policy's compliance on its parent Policy, if it has
-// one.
-func (r *Reconciler) report(ctx context.Context, policy *policyv1.ConfigurationPolicy, remediated bool) error {
-	parent, err := compliance.ParentOf(ctx, r.ManagedClient, policy)
-	if err != nil || parent == nil {
-		return err
-	}
-	c := compliance.Compliance{
-		Template: types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name},
-		State:    policy.Status.ComplianceState,
-		Message:  eventMessage(policy.Status),
-	}
-	opts := compliance.RecordOptions{Related: templateReference(policy), Remediated: remediated}
-	recorded, err := r.Recorder.Record(ctx, *parent, c, opts)
-	if err != nil {
-		return fmt.Errorf("recording the compliance of %s: %w", klog.KObj(policy), err)
-	}
-	if recorded {
-		ctrl.LoggerFrom(ctx).Info("Compliance changed", "policy", klog.KObj(policy), "compliant", c.State,
-			"remediated", remediated)
-	}
-	return nil
 }
 
 func remediated(outcomes []templateOutcome) bool {

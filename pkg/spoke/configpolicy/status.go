@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
@@ -262,17 +261,5 @@ func relatedObject(apiVersion, kind, namespace, name string, compliant bool, rea
 		Compliant:  string(state),
 		Reason:     reason,
 		Properties: props,
-	}
-}
-
-// templateReference references a ConfigurationPolicy, for the related
-// object of its compliance events.
-func templateReference(policy *policyv1.ConfigurationPolicy) *corev1.ObjectReference {
-	return &corev1.ObjectReference{
-		APIVersion: policyv1.GroupVersion.String(),
-		Kind:       "ConfigurationPolicy",
-		Namespace:  policy.Namespace,
-		Name:       policy.Name,
-		UID:        policy.UID,
 	}
 }

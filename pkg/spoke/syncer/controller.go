@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/util/workqueue"
@@ -143,7 +142,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *hierarchyv1alp
 	outcomes, errs := r.evaluate(ctx, policy, t)
 	policy.Status = evaluatedStatus(policy, t, outcomes, r.now())
 	ctrl.LoggerFrom(ctx).V(4).Info("Evaluated", "policy", klog.KObj(policy), "compliant", policy.Status.ComplianceState)
-	if err := r.report(ctx, policy, countRemediated(outcomes) > 0); err != nil {
+	if err := r.Recorder.RecordTemplate(ctx, r.ManagedClient, policy, hierarchyv1alpha1.GroupVersion.WithKind(hierarchyv1alpha1.HierarchyPolicyKind),
+		policy.Status.ComplianceState, eventMessage(policy.Status), countRemediated(outcomes) > 0); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -248,45 +248,10 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, ns string) error {
 	return kerrors.NewAggregate(errs)
 }
 
-// report records the policy's compliance on its parent Policy, if it has
-// one; a standalone HierarchyPolicy only has its status.
-func (r *Reconciler) report(ctx context.Context, policy *hierarchyv1alpha1.HierarchyPolicy, remediated bool) error {
-	parent, err := compliance.ParentOf(ctx, r.ManagedClient, policy)
-	if err != nil || parent == nil {
-		return err
-	}
-	c := compliance.Compliance{
-		Template: types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name},
-		State:    policy.Status.ComplianceState,
-		Message:  eventMessage(policy.Status),
-	}
-	opts := compliance.RecordOptions{Related: templateReference(policy), Remediated: remediated}
-	recorded, err := r.Recorder.Record(ctx, *parent, c, opts)
-	if err != nil {
-		return fmt.Errorf("recording the compliance of %s: %w", klog.KObj(policy), err)
-	}
-	if recorded {
-		ctrl.LoggerFrom(ctx).Info("Compliance changed", "policy", klog.KObj(policy), "compliant", c.State,
-			"remediated", remediated)
-	}
-	return nil
-}
-
 func countRemediated(outcomes []outcome) int {
 	n := 0
 	for _, o := range outcomes {
 		n += countApplied(o)
 	}
 	return n
-}
-
-// templateReference is the related object of the compliance events.
-func templateReference(policy *hierarchyv1alpha1.HierarchyPolicy) *corev1.ObjectReference {
-	return &corev1.ObjectReference{
-		APIVersion: hierarchyv1alpha1.GroupVersion.String(),
-		Kind:       hierarchyv1alpha1.HierarchyPolicyKind,
-		Namespace:  policy.Namespace,
-		Name:       policy.Name,
-		UID:        policy.UID,
-	}
 }

@@ -1,0 +1,44 @@
+package compliance
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+)
+
+// RecordTemplate records the compliance of a policy template — template,
+// of kind gvk (typed objects from a cache carry no TypeMeta) — on its parent
+// Policy, found through reader by ParentOf. A template without a parent
+// (created by hand, not from a Policy) only has its own status, and nothing
+// is recorded.
+func (r *Recorder) RecordTemplate(ctx context.Context, reader client.Reader, template client.Object,
+	gvk schema.GroupVersionKind, state policyv1.ComplianceState, message string, remediated bool) error {
+	parent, err := ParentOf(ctx, reader, template)
+	if err != nil || parent == nil {
+		return err
+	}
+	c := Compliance{
+		Template: types.NamespacedName{Namespace: template.GetNamespace(), Name: template.GetName()},
+		State:    state,
+		Message:  message,
+	}
+	related := &corev1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
+		Namespace: template.GetNamespace(), Name: template.GetName(), UID: template.GetUID()}
+	recorded, err := r.Record(ctx, *parent, c, RecordOptions{Related: related, Remediated: remediated})
+	if err != nil {
+		return fmt.Errorf("recording the compliance of %s: %w", klog.KObj(template), err)
+	}
+	if recorded {
+		ctrl.LoggerFrom(ctx).Info("Compliance changed", "template", klog.KObj(template), "kind", gvk.Kind,
+			"compliant", state, "remediated", remediated)
+	}
+	return nil
+}
