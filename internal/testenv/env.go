@@ -104,11 +104,24 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	}
 	e.state = state
 	e.identity = e.certificateIdentity
+	if err := e.startPlanes(ctx, names); err != nil {
+		return nil, err
+	}
+	if err := e.startOCM(ctx, opts); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// startPlanes starts the hub and the managed clusters' control planes in
+// parallel and registers every cluster on the hub as soon as the hub is up.
+// Every plane started stays reachable by Stop, even when another fails.
+func (e *Env) startPlanes(ctx context.Context, names []string) error {
 	planes := make([]*ControlPlane, len(names))
 	e.Managed = make([]*ManagedCluster, len(names))
 	var g errgroup.Group
 	g.Go(func() error {
-		hub, err := startControlPlane(ctx, HubName, state, filepath.Join(e.Dir, HubName+".kubeconfig"))
+		hub, err := startControlPlane(ctx, HubName, e.state, filepath.Join(e.Dir, HubName+".kubeconfig"))
 		if err != nil {
 			return err
 		}
@@ -125,31 +138,33 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	})
 	for i, name := range names {
 		g.Go(func() (err error) {
-			planes[i], err = startControlPlane(ctx, name, state, filepath.Join(e.Dir, name+".kubeconfig"))
+			planes[i], err = startControlPlane(ctx, name, e.state, filepath.Join(e.Dir, name+".kubeconfig"))
 			return err
 		})
 	}
-	err = g.Wait()
-	for i, cp := range planes { // keep every started plane reachable by Stop
+	err := g.Wait()
+	for i, cp := range planes {
 		if e.Managed[i] == nil {
 			e.Managed[i] = &ManagedCluster{}
 		}
 		e.Managed[i].ControlPlane = cp
 	}
-	if err != nil {
-		return nil, err
-	}
+	return err
+}
+
+// startOCM starts the OCM components opts asks for.
+func (e *Env) startOCM(ctx context.Context, opts Options) error {
 	if opts.PlacementController {
 		if err := e.StartPlacementController(ctx); err != nil {
-			return nil, fmt.Errorf("starting the placement controller: %w", err)
+			return fmt.Errorf("starting the placement controller: %w", err)
 		}
 	}
 	if opts.WorkAgents {
 		if err := e.startWorkAgents(ctx); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return e, nil
+	return nil
 }
 
 // FromKubeconfigs connects to existing clusters instead of starting control

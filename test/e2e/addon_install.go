@@ -93,29 +93,37 @@ func AddonInstallSpec(inputGetter func() AddonInstallSpecInput) {
 	})
 
 	It("runs the delivered agent, which reports an authored policy's compliance to the hub", func(ctx SpecContext) {
-		Expect(input.Env.EnableAddon(ctx, input.ClusterName, addon.Name)).To(Succeed())
-		addonWork(ctx, input.HubClient, input.ClusterName) // the agent is installed
-		startHub(input.Env.Hub.Config)
-		startAgent(input.Env.Cluster(input.ClusterName))
-
-		ns := CreateNamespace(ctx, input.HubClient, "addon-flow")
-		wanted := ns + "-created-by-policy"
-		Expect(input.HubClient.Create(ctx, namespacePolicy(ns, "team-namespace", wanted))).To(Succeed())
-		Expect(input.HubClient.Create(ctx, &policyv1.PlacementBinding{
-			ObjectMeta:   metav1.ObjectMeta{Namespace: ns, Name: "team-namespace"},
-			PlacementRef: policyv1.PlacementSubject{APIGroup: "cluster.open-cluster-management.io", Kind: "Placement", Name: "team-namespace"},
-			Subjects:     []policyv1.Subject{{APIGroup: policyv1.GroupName, Kind: "Policy", Name: "team-namespace"}},
-		})).To(Succeed())
-		Expect(input.Env.SetPlacementDecisions(ctx, ns, "team-namespace", input.ClusterName)).To(Succeed())
-
-		Eventually(func(g Gomega) map[string]policyv1.ComplianceState {
-			p := &policyv1.Policy{}
-			g.Expect(input.HubClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-namespace"}, p)).To(Succeed())
-			return perCluster(p)
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).
-			Should(Equal(allOf([]string{input.ClusterName}, policyv1.Compliant)))
-		Expect(input.ManagedClient.Get(ctx, client.ObjectKey{Name: wanted}, &corev1.Namespace{})).To(Succeed())
+		expectAgentReportsCompliance(ctx, input)
 	})
+}
+
+// expectAgentReportsCompliance enables the addon, runs the agent it
+// delivered (as a local process would, with the cluster's hub identity) and
+// the hub controllers, and follows an authored policy to Compliant on the hub.
+func expectAgentReportsCompliance(ctx context.Context, input AddonInstallSpecInput) {
+	GinkgoHelper()
+	Expect(input.Env.EnableAddon(ctx, input.ClusterName, addon.Name)).To(Succeed())
+	addonWork(ctx, input.HubClient, input.ClusterName) // the agent is installed
+	startHub(input.Env.Hub.Config)
+	startAgent(input.Env.Cluster(input.ClusterName))
+
+	ns := CreateNamespace(ctx, input.HubClient, "addon-flow")
+	wanted := ns + "-created-by-policy"
+	Expect(input.HubClient.Create(ctx, namespacePolicy(ns, "team-namespace", wanted))).To(Succeed())
+	Expect(input.HubClient.Create(ctx, &policyv1.PlacementBinding{
+		ObjectMeta:   metav1.ObjectMeta{Namespace: ns, Name: "team-namespace"},
+		PlacementRef: policyv1.PlacementSubject{APIGroup: "cluster.open-cluster-management.io", Kind: "Placement", Name: "team-namespace"},
+		Subjects:     []policyv1.Subject{{APIGroup: policyv1.GroupName, Kind: "Policy", Name: "team-namespace"}},
+	})).To(Succeed())
+	Expect(input.Env.SetPlacementDecisions(ctx, ns, "team-namespace", input.ClusterName)).To(Succeed())
+
+	Eventually(func(g Gomega) map[string]policyv1.ComplianceState {
+		p := &policyv1.Policy{}
+		g.Expect(input.HubClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "team-namespace"}, p)).To(Succeed())
+		return perCluster(p)
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).
+		Should(Equal(allOf([]string{input.ClusterName}, policyv1.Compliant)))
+	Expect(input.ManagedClient.Get(ctx, client.ObjectKey{Name: wanted}, &corev1.Namespace{})).To(Succeed())
 }
 
 // namespacePolicy is a Policy whose one template enforces that namespace
