@@ -1,0 +1,6 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// PLACEHOLDER: replaced by the owner of this command.
+func newVetCommand(*globalOptions) *cobra.Command { return notYet("vet") }
