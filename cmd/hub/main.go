@@ -20,6 +20,7 @@ import (
 	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
+	"github.com/canopy-policy/canopy/pkg/hub/dashboard"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
 	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
 )
@@ -36,6 +37,7 @@ type options struct {
 	concurrentReconciles    int
 	addonManager            bool
 	agent                   addon.Options
+	dashboardAddress        string
 	zap                     *zap.Options
 }
 
@@ -74,6 +76,8 @@ func parseFlags(args []string) (options, error) {
 		"Agent imagePullPolicy: Always, IfNotPresent or Never (customizedVariables ImagePullPolicy overrides it).")
 	fs.StringVar(&opts.agent.LogLevel, "agent-log-level", "info",
 		"Agent --zap-log-level: debug, info, error or a positive integer (customizedVariables LogLevel overrides it).")
+	fs.StringVar(&opts.dashboardAddress, "dashboard-address", "",
+		"Address of the read-only compliance dashboard, e.g. 127.0.0.1:8090; empty means no dashboard.")
 	opts.zap = opts.serving.BindFlags(fs, ":8080", ":8081")
 	if err := fs.Parse(args); err != nil {
 		return opts, err
@@ -142,6 +146,9 @@ func controllers(mgr ctrl.Manager, opts options) []controller {
 	}
 	if opts.addonManager {
 		list = append(list, &addon.Manager{Options: opts.agent})
+	}
+	if opts.dashboardAddress != "" {
+		list = append(list, &dashboard.Server{Address: opts.dashboardAddress})
 	}
 	return list
 }

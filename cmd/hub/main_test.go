@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -31,6 +33,7 @@ func TestParseFlags(t *testing.T) {
 	g.Expect(opts.concurrentReconciles).To(Equal(2))
 	g.Expect(opts.addonManager).To(BeTrue())
 	g.Expect(opts.agent.Image).To(Equal(addon.DefaultImage))
+	g.Expect(opts.dashboardAddress).To(BeEmpty(), "no dashboard unless asked for")
 
 	opts, err = parseFlags([]string{"--addon-manager=false", "--agent-image", "example.com/canopy:v1", "--agent-log-level", "debug"})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -54,12 +57,14 @@ func TestRun(t *testing.T) {
 	t.Cleanup(func() { _ = hub.Stop() })
 	kubeconfig, err := hub.KubeconfigAs(t.Context(), t.TempDir(), "canopy-hub", "deploy/hub/rbac/role.yaml")
 	g.Expect(err).NotTo(HaveOccurred())
+	dashboard := cmdtest.FreeAddress(t)
 
 	opts, err := parseFlags([]string{
 		"--kubeconfig", kubeconfig,
 		"--leader-elect", "--leader-election-namespace", "default",
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", cmdtest.FreeAddress(t),
+		"--dashboard-address", dashboard,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	stop := cmdtest.RunUntilReady(t, opts.serving.HealthAddress, func(ctx context.Context) error { return run(ctx, opts) })
@@ -67,7 +72,20 @@ func TestRun(t *testing.T) {
 	g.Eventually(func() error { // the addon manager runs, with the generated RBAC
 		return hub.Client.Get(t.Context(), client.ObjectKey{Name: addon.Name}, &addonv1beta1.ClusterManagementAddOn{})
 	}).Should(Succeed())
+	g.Eventually(func() (string, error) { // the dashboard serves what the hub's cache holds, with the same RBAC
+		return getBody("http://" + dashboard + "/api/matrix")
+	}).Should(ContainSubstring(`"cluster1"`))
 	stop()
+}
+
+func getBody(url string) (string, error) {
+	resp, err := http.Get(url) //nolint:gosec,noctx // a test's loopback URL
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
 }
 
 // expectControllersRun checks that run started every hub controller: a

@@ -1,6 +1,67 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
 
-// PLACEHOLDER: replaced by the owner of this command.
-func newDepsCommand(*globalOptions) *cobra.Command { return notYet("deps") }
+	"github.com/spf13/cobra"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+	"github.com/canopy-policy/canopy/pkg/report"
+)
+
+// depsOptions are the flags of `deps`.
+type depsOptions struct {
+	*globalOptions
+	output string
+}
+
+func newDepsCommand(global *globalOptions) *cobra.Command {
+	o := &depsOptions{globalOptions: global}
+	cmd := &cobra.Command{
+		Use:   "deps <policy>",
+		Short: "Show a policy's dependency graph with the state of each node",
+		Long: `Show what a policy waits for: its dependencies (spec.dependencies, which gate
+every template), its templates and their extraDependencies, followed through
+the Policies and PolicySets they name, in any namespace. Each node shows its
+current compliance when the hub knows it (a template's is its worst over the
+clusters).
+
+-o dot prints the graph for Graphviz: kubectl canopy deps p -o dot | dot -Tsvg > deps.svg`,
+		Example: `  kubectl canopy deps policies/install-app
+  kubectl canopy deps policies/install-app -o dot | dot -Tpng > deps.png`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd, args[0])
+		},
+	}
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: dot, json or yaml; a text tree when unset.")
+	return cmd
+}
+
+func (o *depsOptions) run(cmd *cobra.Command, arg string) error {
+	c, root, colour, err := o.start(cmd.Context(), arg, o.output, outputText, outputDOT, outputJSON, outputYAML)
+	if err != nil {
+		return err
+	}
+	policies := &policyv1.PolicyList{}
+	if err := c.List(cmd.Context(), policies); err != nil {
+		return fmt.Errorf("listing policies: %w", err)
+	}
+	sets := &policyv1beta1.PolicySetList{}
+	if err := c.List(cmd.Context(), sets); err != nil {
+		return fmt.Errorf("listing policy sets: %w", err)
+	}
+	g, err := report.BuildGraph(report.PolicyRef{Namespace: root.Namespace, Name: root.Name},
+		report.Inventory{Policies: policies.Items, PolicySets: sets.Items})
+	if err != nil {
+		return err
+	}
+	switch o.output {
+	case outputText:
+		return report.RenderTree(o.out, g, report.RenderOptions{Colour: colour})
+	case outputDOT:
+		return report.RenderDOT(o.out, g)
+	}
+	return printStructured(o.out, o.output, g)
+}

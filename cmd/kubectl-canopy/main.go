@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +25,8 @@ type globalOptions struct {
 	kubeconfig string
 	context    string
 	namespace  string
+	color      string
+	noColor    bool
 	out        io.Writer
 	errOut     io.Writer
 }
@@ -61,6 +64,9 @@ func newRootCommand(out, errOut io.Writer) *cobra.Command {
 	flags.StringVar(&opts.kubeconfig, "kubeconfig", "", "Path to the kubeconfig file to use.")
 	flags.StringVar(&opts.context, "context", "", "The name of the kubeconfig context to use.")
 	flags.StringVarP(&opts.namespace, "namespace", "n", "", "If present, the namespace scope for this request.")
+	flags.StringVar(&opts.color, "color", colorAuto,
+		"When to colour compliance states: auto (when the output is a terminal and NO_COLOR is unset), always or never.")
+	flags.BoolVar(&opts.noColor, "no-color", false, "Never colour the output (same as --color=never).")
 	for _, newCommand := range commands {
 		root.AddCommand(newCommand(opts))
 	}
@@ -111,13 +117,22 @@ func (o *globalOptions) namespaceOrDefault() (ns string, explicit bool, err erro
 	return ns, explicit || o.namespace != "", nil
 }
 
-// notYet is a placeholder for a command under construction.
-func notYet(name string) *cobra.Command {
-	return &cobra.Command{
-		Use: name,
-		RunE: func(*cobra.Command, []string) error {
-			return fmt.Errorf("%s is not implemented yet", name)
-		},
+// namespaceScope is the namespace a read command is limited to: -n if
+// given, else the kubeconfig context's namespace if the context sets one,
+// else "" (every namespace).
+//
+// Note: clientcmd's Namespace reports only whether -n overrode it, not
+// whether the context set one, hence the raw config.
+func (o *globalOptions) namespaceScope() (string, error) {
+	if o.namespace != "" {
+		return o.namespace, nil
 	}
+	raw, err := o.clientConfig().RawConfig()
+	if err != nil {
+		return "", fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	if c, ok := raw.Contexts[cmp.Or(o.context, raw.CurrentContext)]; ok {
+		return c.Namespace, nil
+	}
+	return "", nil
 }
-

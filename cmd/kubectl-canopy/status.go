@@ -1,6 +1,106 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"fmt"
 
-// PLACEHOLDER: replaced by the owner of this command.
-func newStatusCommand(*globalOptions) *cobra.Command { return notYet("status") }
+	"github.com/spf13/cobra"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/report"
+)
+
+// statusOptions are the flags of `status`.
+type statusOptions struct {
+	*globalOptions
+	allNamespaces bool
+	output        string
+}
+
+func newStatusCommand(global *globalOptions) *cobra.Command {
+	o := &statusOptions{globalOptions: global}
+	cmd := &cobra.Command{
+		Use:   "status [policy]",
+		Short: "Show the compliance of policies on each managed cluster",
+		Long: `Show the compliance matrix of root policies: one row per policy, one column per
+managed cluster, and the number of clusters that are Compliant, NonCompliant
+and Pending. A cluster the policy is not placed on is blank; "-" is a placed
+cluster that has not reported yet.
+
+Without -n or -A, the namespace of the kubeconfig context is used when the
+context sets one, and every namespace otherwise. A policy is named as
+namespace/name or as name (looked up in -n, or in every namespace).`,
+		Example: `  kubectl canopy status
+  kubectl canopy status -n policies
+  kubectl canopy status policies/install-operator -o json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return o.run(cmd, args)
+		},
+	}
+	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false,
+		"List the policies of every namespace, whatever -n and the context say.")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: json or yaml; text when unset.")
+	return cmd
+}
+
+func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
+	if err := checkOutput(o.output, outputText, outputJSON, outputYAML); err != nil {
+		return err
+	}
+	colour, err := o.colour()
+	if err != nil {
+		return err
+	}
+	roots, err := o.roots(cmd, args)
+	if err != nil {
+		return err
+	}
+	m := report.Build(roots)
+	if o.output != outputText {
+		return printStructured(o.out, o.output, m)
+	}
+	if len(m.Rows) == 0 {
+		_, err := fmt.Fprintln(o.out, "No policies found.")
+		return err
+	}
+	if err := report.Render(o.out, m, report.RenderOptions{Colour: colour}); err != nil {
+		return err
+	}
+	t := m.Totals()
+	_, err = fmt.Fprintf(o.out, "\n%s on %s: %d Compliant, %d NonCompliant, %d Pending, %d unknown\n",
+		count(len(m.Rows), "policy", "policies"), count(len(m.Clusters), "cluster", "clusters"),
+		t.Compliant, t.NonCompliant, t.Pending, t.Unknown)
+	return err
+}
+
+// count returns "1 policy" or "2 policies".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// roots fetches the root policy named in args, or those of the namespace
+// scope.
+func (o *statusOptions) roots(cmd *cobra.Command, args []string) ([]policyv1.Policy, error) {
+	c, err := o.client()
+	if err != nil {
+		return nil, err
+	}
+	if len(args) == 1 {
+		p, err := o.findPolicy(cmd.Context(), c, args[0])
+		if err != nil {
+			return nil, err
+		}
+		return []policyv1.Policy{*p}, nil
+	}
+	if o.allNamespaces {
+		return rootPolicies(cmd.Context(), c, "")
+	}
+	ns, err := o.namespaceScope()
+	if err != nil {
+		return nil, err
+	}
+	return rootPolicies(cmd.Context(), c, ns)
+}

@@ -1,6 +1,72 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
 
-// PLACEHOLDER: replaced by the owner of this command.
-func newVetCommand(*globalOptions) *cobra.Command { return notYet("vet") }
+	"github.com/spf13/cobra"
+
+	"github.com/canopy-policy/canopy/pkg/vet"
+)
+
+// errVetFailed makes vet exit non-zero when it found errors; the findings
+// themselves are already printed.
+var errVetFailed = errors.New("vet found errors")
+
+// newVetCommand builds `kubectl canopy vet FILE|DIR...`.
+func newVetCommand(opts *globalOptions) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "vet FILE|DIR...",
+		Short: "Check policies offline: schema, name length, dependency and hierarchy cycles, collisions",
+		Long: `vet checks Policies, PlacementBindings, PolicySets, ConfigurationPolicies
+(standalone or inline in policy-templates), HierarchyPolicies and SubNamespaces
+without a cluster: against the CRD schemas Canopy installs, the 62-character
+limit on a root Policy's namespace and name, dependency cycles among the
+policies given, HierarchyPolicy tree problems, SubNamespace cycles, and
+objects declared twice. Directories are walked for .yaml and .yml files.
+Objects without a namespace are taken to be in -n (default "default").
+It exits non-zero when it finds an error.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runVet(cmd, opts, args, output)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml; one line per finding when empty.")
+	return cmd
+}
+
+func runVet(cmd *cobra.Command, opts *globalOptions, paths []string, output string) error {
+	if err := checkOutput(output, outputText, outputJSON, outputYAML); err != nil {
+		return err
+	}
+	checker, err := vet.New(vet.Options{DefaultNamespace: opts.namespace})
+	if err != nil {
+		return fmt.Errorf("loading the CRD schemas: %w", err)
+	}
+	docs, findings, err := vet.ReadPaths(paths)
+	if err != nil {
+		return err
+	}
+	findings = append(findings, checker.Check(cmd.Context(), docs)...)
+	findings = vet.Sort(findings)
+	if output != outputText {
+		if findings == nil {
+			findings = []vet.Finding{}
+		}
+		if err := printStructured(opts.out, output, findings); err != nil {
+			return err
+		}
+	} else {
+		for _, f := range findings {
+			fmt.Fprintln(opts.out, f.String())
+		}
+		if len(findings) == 0 {
+			fmt.Fprintf(opts.out, "%d documents checked, no problems found\n", len(docs))
+		}
+	}
+	if vet.HasErrors(findings) {
+		return errVetFailed
+	}
+	return nil
+}

@@ -1,6 +1,18 @@
-// Package report turns root Policies into the fleet compliance matrix users
-// read: one row per policy, one column per managed cluster, each cell the
-// compliance of that policy's replica there. It is pure — it reads objects
-// already fetched — so the demo, the CLI and the dashboard share one
-// rendering of the same data.
+// Package report turns hub objects into what users read about their fleet:
+//
+//   - Build: the compliance matrix, one row per root policy, one column per
+//     managed cluster, each cell the compliance of that policy's replica
+//     there (Render prints it as a table);
+//   - Explain: why a root policy is in its state, per cluster and per
+//     template, from its replicas' status: unmet dependencies with their
+//     reasons, dependency cycles and the latest history (RenderExplanation);
+//   - BuildGraph: the dependency graph reachable from a root policy through
+//     dependencies, extraDependencies, Policies and PolicySets in any
+//     namespace, each node with its state (RenderTree, RenderDOT).
+//
+// It is pure — it reads objects already fetched — so the demo, the CLI and
+// the dashboard share one model and one rendering of the same data. The
+// compliance messages it reads are those of pkg/compliance (state) and
+// pkg/spoke/templatesync (Pending and cycle messages, see ParsePending and
+// ParseCycle).
 package report

@@ -27,11 +27,16 @@ type Row struct {
 	// Clusters maps a cluster name to the replica's compliance there; a
 	// cluster the policy is not placed on has no entry.
 	Clusters map[string]policyv1.ComplianceState `json:"clusters"`
+	// Summary is Totals(), filled by Build for readers of the JSON form.
+	Summary Totals `json:"totals"`
 }
 
 // Totals counts the cells of each compliance state in a row.
 type Totals struct {
-	Compliant, NonCompliant, Pending, Unknown int
+	Compliant    int `json:"compliant"`
+	NonCompliant int `json:"nonCompliant"`
+	Pending      int `json:"pending"`
+	Unknown      int `json:"unknown"`
 }
 
 // Build makes the matrix of roots, the root policies of a hub (replicas,
@@ -49,6 +54,7 @@ func Build(roots []policyv1.Policy) Matrix {
 			row.Clusters[s.ClusterName] = s.ComplianceState
 			clusters[s.ClusterName] = true
 		}
+		row.Summary = row.Totals()
 		m.Rows = append(m.Rows, row)
 	}
 	for c := range clusters {
@@ -89,4 +95,17 @@ func (m Matrix) Settled() bool {
 		}
 	}
 	return len(m.Rows) > 0
+}
+
+// Totals counts the cells of every row: the fleet's totals.
+func (m Matrix) Totals() Totals {
+	var t Totals
+	for _, r := range m.Rows {
+		rt := r.Totals()
+		t.Compliant += rt.Compliant
+		t.NonCompliant += rt.NonCompliant
+		t.Pending += rt.Pending
+		t.Unknown += rt.Unknown
+	}
+	return t
 }

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"golang.org/x/term"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/report"
+)
+
+// Values of --color.
+const (
+	colorAuto   = "auto"
+	colorAlways = "always"
+	colorNever  = "never"
+)
+
+// Output formats of -o shared by the read commands; "" is the text form.
+const (
+	outputText = ""
+	outputJSON = "json"
+	outputYAML = "yaml"
+	outputDOT  = "dot"
+)
+
+// colour reports whether to colour the output: --no-color and --color
+// decide, and auto colours only a terminal when NO_COLOR is unset.
+func (o *globalOptions) colour() (bool, error) {
+	switch {
+	case o.noColor || o.color == colorNever:
+		return false, nil
+	case o.color == colorAlways:
+		return true, nil
+	case o.color != colorAuto:
+		return false, fmt.Errorf("invalid --color %q: want %s, %s or %s", o.color, colorAuto, colorAlways, colorNever)
+	}
+	if _, set := os.LookupEnv("NO_COLOR"); set {
+		return false, nil
+	}
+	f, ok := o.out.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd())), nil
+}
+
+// checkOutput fails on an -o value that is not one of allowed.
+func checkOutput(value string, allowed ...string) error {
+	if slices.Contains(allowed, value) {
+		return nil
+	}
+	var names []string
+	for _, a := range allowed {
+		if a != outputText {
+			names = append(names, a)
+		}
+	}
+	return fmt.Errorf("unknown output format %q: use one of %s, or no -o for text", value, strings.Join(names, ", "))
+}
+
+// printStructured writes v as JSON or YAML, per format.
+func printStructured(w io.Writer, format string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the output: %w", err)
+	}
+	if format == outputYAML {
+		if data, err = yaml.JSONToYAML(data); err != nil {
+			return fmt.Errorf("encoding the output: %w", err)
+		}
+	} else {
+		data = append(data, '\n')
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+// rootPolicies lists the root policies (not replicas) in namespace, or in
+// every namespace when namespace is empty.
+func rootPolicies(ctx context.Context, c client.Reader, namespace string) ([]policyv1.Policy, error) {
+	list := &policyv1.PolicyList{}
+	if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing policies: %w", err)
+	}
+	roots := slices.DeleteFunc(list.Items, func(p policyv1.Policy) bool {
+		_, replica := p.Labels[policyv1.RootPolicyLabel]
+		return replica
+	})
+	return roots, nil
+}
+
+// findPolicy finds the root policy a command names: "namespace/name", or
+// "name" in the -n namespace (or the kubeconfig context's). Without either,
+// a name found in exactly one namespace is that policy.
+func (o *globalOptions) findPolicy(ctx context.Context, c client.Reader, arg string) (*policyv1.Policy, error) {
+	ns, name, qualified := strings.Cut(arg, "/")
+	if !qualified {
+		var err error
+		name = arg
+		if ns, err = o.namespaceScope(); err != nil {
+			return nil, err
+		}
+	}
+	roots, err := rootPolicies(ctx, c, ns)
+	if err != nil {
+		return nil, err
+	}
+	roots = slices.DeleteFunc(roots, func(p policyv1.Policy) bool { return p.Name != name })
+	switch len(roots) {
+	case 0:
+		if ns == "" {
+			return nil, fmt.Errorf("%w: no root policy named %q in any namespace", report.ErrPolicyNotFound, name)
+		}
+		return nil, fmt.Errorf("%w: %s/%s", report.ErrPolicyNotFound, ns, name)
+	case 1:
+		return &roots[0], nil
+	}
+	var names []string
+	for _, p := range roots {
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	return nil, fmt.Errorf("policy %q is ambiguous: %s; name it as namespace/name or use -n", name, strings.Join(names, ", "))
+}
+
+// start is how a command about one policy begins: it checks the -o value
+// output against formats and --color, connects to the hub and finds the
+// policy arg names.
+func (o *globalOptions) start(ctx context.Context, arg, output string, formats ...string) (
+	c client.Client, root *policyv1.Policy, colour bool, err error,
+) {
+	if err = checkOutput(output, formats...); err != nil {
+		return nil, nil, false, err
+	}
+	if colour, err = o.colour(); err != nil {
+		return nil, nil, false, err
+	}
+	if c, err = o.client(); err != nil {
+		return nil, nil, false, err
+	}
+	if root, err = o.findPolicy(ctx, c, arg); err != nil {
+		return nil, nil, false, err
+	}
+	return c, root, colour, nil
+}

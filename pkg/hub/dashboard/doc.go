@@ -1,0 +1,26 @@
+// Package dashboard is the hub's read-only web page: the policies × clusters
+// compliance matrix (the same content as `kubectl canopy status`), a page per
+// policy with the state of each of its templates on each cluster, their
+// Pending reasons and compliance history, and the dependency graph between
+// policies drawn as inline SVG. The pages update live by polling the JSON API
+// they are drawn from:
+//
+//	GET /                          the matrix and the dependency graph
+//	GET /policies/{ns}/{name}      one policy
+//	GET /api/matrix                the matrix as JSON
+//	GET /api/policies/{ns}/{name}  one policy as JSON
+//
+// Server is a manager Runnable that runs on every hub replica (it needs no
+// leader): it reads root policies through the manager's cache, and the
+// replicas of one policy, whose compliance history the cache trims, with an
+// uncached list by label when that policy's page or API is read. Both reads
+// are within the hub's own ClusterRole, so the dashboard needs no extra RBAC.
+//
+// It serves GET and HEAD only and writes nothing. It answers only requests
+// for localhost, an IP address or AllowedHosts, which defeats DNS rebinding
+// against a port-forward. Pages are rendered with
+// html/template; the script builds the live parts with textContent only. The
+// Content-Security-Policy allows scripts, styles and images from the server
+// itself only (no inline script or style). The assets are embedded, so the
+// page needs no network beyond the hub.
+package dashboard

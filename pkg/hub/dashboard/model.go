@@ -1,0 +1,56 @@
+package dashboard
+
+import (
+	"time"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/report"
+)
+
+// MatrixView is the JSON of /api/matrix: the matrix of report.Build with
+// its cells in column order and totals per policy and for the fleet.
+type MatrixView struct {
+	// Updated is when the matrix was read from the cache.
+	Updated  time.Time   `json:"updated"`
+	Clusters []string    `json:"clusters"`
+	Policies []PolicyRow `json:"policies"`
+	// Totals count the cells of every policy.
+	Totals report.Totals `json:"totals"`
+}
+
+// PolicyRow is one policy of the matrix.
+type PolicyRow struct {
+	Namespace string                   `json:"namespace"`
+	Name      string                   `json:"name"`
+	Compliant policyv1.ComplianceState `json:"compliant"`
+	// Cells are the policy's compliance on each cluster of
+	// MatrixView.Clusters, in that order.
+	Cells  []Cell        `json:"cells"`
+	Totals report.Totals `json:"totals"`
+}
+
+// Cell is the compliance of one policy on one cluster.
+type Cell struct {
+	Cluster string `json:"cluster"`
+	// Placed says whether the policy is placed on the cluster.
+	Placed bool `json:"placed"`
+	// State is the replica's compliance; empty is unknown.
+	State policyv1.ComplianceState `json:"state"`
+}
+
+// newMatrixView lays out m for the page.
+func newMatrixView(m report.Matrix, now time.Time) MatrixView {
+	v := MatrixView{Updated: now, Clusters: m.Clusters, Policies: []PolicyRow{}, Totals: m.Totals()}
+	if v.Clusters == nil {
+		v.Clusters = []string{}
+	}
+	for _, r := range m.Rows {
+		row := PolicyRow{Namespace: r.Namespace, Name: r.Name, Compliant: r.Compliant, Totals: r.Summary}
+		for _, c := range m.Clusters {
+			state, placed := r.Clusters[c]
+			row.Cells = append(row.Cells, Cell{Cluster: c, Placed: placed, State: state})
+		}
+		v.Policies = append(v.Policies, row)
+	}
+	return v
+}

@@ -1,0 +1,111 @@
+package configpolicy
+
+import (
+	"context"
+	"fmt"
+
+	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+)
+
+// Ops of a dry-run Action.
+const (
+	// OpCreate: the object is missing and enforce would create it.
+	OpCreate = "create"
+	// OpUpdate: the object does not match and enforce would update it.
+	OpUpdate = "update"
+	// OpDelete: the object must not exist and enforce would delete it.
+	OpDelete = "delete"
+	// OpNoncompliant: the template is not satisfied and enforce cannot fix
+	// it (an unnamed template that found nothing, an error).
+	OpNoncompliant = "noncompliant"
+)
+
+// Action is one step of a dry-run plan: what an enforce evaluation would
+// do to an object, and why.
+type Action struct {
+	// Op is one of the Op* constants.
+	Op string `json:"op"`
+	// APIVersion and Kind are the object's type.
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Namespace is empty for cluster-scoped objects.
+	Namespace string `json:"namespace,omitempty"`
+	// Name is the object's name; empty when a template names none.
+	Name string `json:"name,omitempty"`
+	// Reason is the evaluation's message for the object.
+	Reason string `json:"reason"`
+}
+
+// DryRun evaluates policy on the cluster of cfg as an enforce evaluation
+// would, with the controller's own evaluation, and returns what it would
+// create, update and delete, in template order. It writes nothing: the
+// evaluation runs as inform (differences are checked with server-side
+// dry-run updates). Pruning is not planned.
+func DryRun(ctx context.Context, cfg *rest.Config, policy *policyv1.ConfigurationPolicy) ([]Action, error) {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the dynamic client: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the discovery client: %w", err)
+	}
+	r := &Reconciler{dynamic: dyn, watcher: mappingOnly{cache: depclient.NewObjectCache(dc, depclient.ObjectCacheOptions{})}}
+	e := &evaluation{r: r, policy: policy, reader: directReader{client: dyn}, previous: map[policyv1.ObjectResource]policyv1.RelatedObject{}}
+	var out []Action
+	for i, o := range e.run(ctx) {
+		var gvk schema.GroupVersionKind
+		var complianceType policyv1.ComplianceType
+		if i < len(policy.Spec.ObjectTemplates) {
+			if t, terr := parseTemplate(policy.Name, i, policy.Spec.ObjectTemplates[i]); terr == nil {
+				gvk, complianceType = t.gvk, t.complianceType
+			}
+		}
+		for _, res := range o.results {
+			if a, ok := dryRunAction(o.resource, gvk, complianceType, res); ok {
+				out = append(out, a)
+			}
+		}
+	}
+	return out, nil
+}
+
+// dryRunAction turns one inform result into what enforce would do.
+func dryRunAction(resource string, gvk schema.GroupVersionKind, ct policyv1.ComplianceType, res objectResult) (Action, bool) {
+	if res.compliant {
+		return Action{}, false
+	}
+	_, _, msg := templateMessage(resource, []objectResult{res})
+	apiVersion, kind := gvk.ToAPIVersionAndKind()
+	a := Action{Op: OpNoncompliant, APIVersion: apiVersion, Kind: kind, Namespace: res.namespace, Reason: string(ct) + ": " + msg}
+	if len(res.names) > 0 {
+		a.Name = res.names[0]
+	}
+	switch {
+	case res.reason == ReasonNotFound && a.Name != "":
+		a.Op = OpCreate
+	case res.reason == ReasonFoundNoMatch:
+		a.Op = OpUpdate
+	case res.reason == ReasonFoundUnwanted:
+		a.Op = OpDelete
+	}
+	return a, true
+}
+
+// mappingOnly is the part of the dynamic watcher an evaluation that does
+// not watch uses: resolving kinds through discovery. Its other methods are
+// never called (they would panic on the nil interface).
+type mappingOnly struct {
+	depclient.DynamicWatcher
+	cache depclient.ObjectCache
+}
+
+func (m mappingOnly) GVKToGVR(gvk schema.GroupVersionKind) (depclient.ScopedGVR, error) {
+	return m.cache.GVKToGVR(gvk)
+}
