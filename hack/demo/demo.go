@@ -77,7 +77,8 @@ func (d *demo) startClusters(ctx context.Context) error {
 func (d *demo) startCanopy(context.Context) error {
 	logs := filepath.Join(d.dir, "logs")
 	hub, err := startProcess("canopy-hub", filepath.Join(d.opts.binDir, "canopy-hub"), logs,
-		"--kubeconfig", d.env.Hub.KubeconfigPath, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+		"--kubeconfig", d.env.Hub.KubeconfigPath, "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		"--dashboard-address", d.opts.dashboard)
 	if err != nil {
 		return err
 	}
@@ -177,6 +178,10 @@ func (d *demo) describe() {
 	if len(d.env.Managed) > 0 {
 		m := d.env.Managed[0]
 		d.say("  kubectl --kubeconfig %s get policies,configurationpolicies -n %s", m.KubeconfigPath, m.Name)
+	}
+	d.say("  %s --kubeconfig %s explain ordered-install", filepath.Join(d.opts.binDir, "kubectl-canopy"), d.env.Hub.KubeconfigPath)
+	if d.opts.dashboard != "" {
+		d.say("The dashboard: http://%s/", d.opts.dashboard)
 	}
 	d.say("Logs of the hub controller, the agents and OCM's controllers: %s", filepath.Join(d.dir, "logs"))
 	d.say("\nPress Ctrl-C to stop.")

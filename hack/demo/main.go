@@ -28,6 +28,8 @@ type options struct {
 	clusters []string
 	examples []string
 	settle   time.Duration
+	// dashboard is the address of the hub's dashboard; "" means none.
+	dashboard string
 }
 
 func main() {
@@ -38,6 +40,7 @@ func main() {
 	flag.StringVar(&clusters, "clusters", "cluster1,cluster2", "Comma-separated names of the managed clusters.")
 	flag.StringVar(&examples, "examples", strings.Join(defaultExamples, ","),
 		"Comma-separated example directories or files to apply on the hub.")
+	flag.StringVar(&opts.dashboard, "dashboard-address", "127.0.0.1:8090", "Address of the hub's read-only dashboard; empty means none.")
 	flag.DurationVar(&opts.settle, "settle-timeout", 3*time.Minute, "How long to show compliance changes before handing over.")
 	flag.Parse()
 	opts.clusters, opts.examples = strings.Split(clusters, ","), strings.Split(examples, ",")
