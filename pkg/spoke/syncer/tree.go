@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,8 +38,8 @@ type tree struct {
 	broken map[string]bool
 }
 
-// newTree builds and validates the tree of p.
-func newTree(p *hierarchyv1alpha1.HierarchyPolicy) *tree {
+// buildTree builds and validates the tree of p (newTree memoizes it).
+func buildTree(p *hierarchyv1alpha1.HierarchyPolicy) *tree {
 	t := &tree{
 		policy:  p.Name,
 		source:  hierarchyv1alpha1.HierarchyPolicyKind + " " + p.Namespace + "/" + p.Name,
@@ -71,6 +72,11 @@ func newTree(p *hierarchyv1alpha1.HierarchyPolicy) *tree {
 		if _, err := t.objectsOf(name); err != nil {
 			t.problems = append(t.problems, err.Error())
 			t.broken[name] = true
+		}
+	}
+	for _, g := range p.Spec.Generators { // else the generator fails on every evaluation, unreported
+		if _, err := metav1.LabelSelectorAsSelector(&g.NamespaceSelector); err != nil {
+			t.problems = append(t.problems, fmt.Sprintf("generator %s: namespaceSelector: %v", g.Name, err))
 		}
 	}
 	slices.Sort(t.problems)

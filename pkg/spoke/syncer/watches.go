@@ -129,7 +129,7 @@ func (r *Reconciler) policiesOf(ctx context.Context, ns string, obj client.Objec
 	var out []reconcile.Request
 	for i := range list.Items {
 		p := &list.Items[i]
-		_, declares := newTree(p).nodes[ns]
+		declares := slices.ContainsFunc(p.Spec.Nodes, func(n hierarchyv1alpha1.Node) bool { return n.Name == ns })
 		if declares || p.Name == owner || len(p.Spec.Generators) > 0 ||
 			(obj.GetNamespace() == "" && len(p.Spec.ClusterResources) > 0) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(p)})

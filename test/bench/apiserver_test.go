@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// writes counts an API server's write requests (every verb but GET, LIST,
+// WATCH), keyed by "resource" or "resource/subresource".
+type writes map[string]float64
+
+// readVerbs are the apiserver_request_total verbs that write nothing.
+var readVerbs = map[string]bool{"GET": true, "LIST": true, "WATCH": true, "CONNECT": true}
+
+// countWrites reads apiserver_request_total from the API server's /metrics
+// with the administrator's connection cfg.
+func countWrites(ctx context.Context, cfg *rest.Config) (writes, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the metrics client: %w", err)
+	}
+	data, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	return parseWrites(data), nil
+}
+
+// parseWrites sums the write requests of a Prometheus text exposition.
+func parseWrites(data []byte) writes {
+	w := writes{}
+	s := bufio.NewScanner(bytes.NewReader(data))
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	const prefix = "apiserver_request_total{"
+	for s.Scan() {
+		line := s.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		end := strings.LastIndex(line, "}")
+		if end < 0 {
+			continue
+		}
+		labels := parseLabels(line[len(prefix):end])
+		value, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+		if err != nil || readVerbs[labels["verb"]] {
+			continue
+		}
+		key := labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		w[key] += value
+	}
+	return w
+}
+
+// parseLabels parses `a="x",b="y"` (values without escaped quotes).
+func parseLabels(s string) map[string]string {
+	labels := map[string]string{}
+	for s != "" {
+		key, rest, ok := strings.Cut(s, `="`)
+		if !ok {
+			break
+		}
+		value, rest, _ := strings.Cut(rest, `"`)
+		labels[strings.TrimPrefix(key, ",")] = value
+		s = rest
+	}
+	return labels
+}
+
+// minus returns w - before.
+func (w writes) minus(before writes) writes {
+	d := writes{}
+	for k, v := range w {
+		if v -= before[k]; v != 0 {
+			d[k] = v
+		}
+	}
+	return d
+}
+
+// total sums the writes whose key is one of keys, or all when keys is empty.
+func (w writes) total(keys ...string) float64 {
+	var sum float64
+	for k, v := range w {
+		if len(keys) == 0 || slices.Contains(keys, k) {
+			sum += v
+		}
+	}
+	return sum
+}

@@ -1,0 +1,198 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/testenv"
+)
+
+// Hub stage sizes at BENCH_SCALE=1.
+const (
+	hubClusters   = 1000
+	hubPolicies   = 50
+	hubPlacements = 5
+	// hubWorkers is canopy-hub's default --concurrent-reconciles: the
+	// propagator writes the replicas of a root one after another, so this
+	// is the concurrency of its writes and of its ceiling.
+	hubWorkers = 2
+	// agentWriters is how many agents write replica statuses at once.
+	agentWriters = 16
+	// seedWorkers is the concurrency of the benchmark's own seeding.
+	seedWorkers = 16
+)
+
+// hubResources are the resources the hub writes (API servers also write
+// their own leases and endpoints, which are not counted).
+var hubResources = []string{"policies", "policies/status", "policysets", "policysets/status", "events", "placementbindings"}
+
+// hubBench is the state of one hub stage run.
+type hubBench struct {
+	cp       *testenv.ControlPlane
+	c        client.Client
+	hub      *process
+	clusters []string
+	policies []string
+}
+
+// BenchmarkHub propagates policies × clusters through Placements, reflects
+// replica statuses on the roots, and restarts the hub with nothing changed.
+func BenchmarkHub(b *testing.B) {
+	ctx := b.Context()
+	for b.Loop() {
+		h := startHubBench(ctx, b)
+		replicas := len(h.clusters) * len(h.policies)
+		scaleText := fmt.Sprintf("%d clusters × %d policies, %d placements", len(h.clusters), len(h.policies), hubPlacements)
+		prop := h.propagate(ctx, b)
+		status := h.reflectStatuses(ctx, b)
+		restart := h.restart(ctx, b)
+		h.hub.stop()
+		ceil, err := ceiling(ctx, h.c, replicas, hubWorkers, h.ceilingReplica)
+		if err != nil {
+			b.Fatal(err)
+		}
+		prop.Scale, status.Scale, restart.Scale = scaleText, scaleText, scaleText
+		prop.CeilingSeconds = ceil
+		for _, r := range []row{prop, status, restart} {
+			results.add(r)
+		}
+	}
+}
+
+// startHubBench starts a hub API server, seeds the clusters and placements,
+// and starts canopy-hub.
+func startHubBench(ctx context.Context, b *testing.B) *hubBench {
+	b.Helper()
+	cp, err := testenv.StartControlPlane(ctx, "hub")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cp.Stop() })
+	h := &hubBench{cp: cp}
+	if h.c, err = plainClient(cp.Config); err != nil {
+		b.Fatal(err)
+	}
+	for i := range scaled(hubClusters) {
+		h.clusters = append(h.clusters, clusterName(i))
+	}
+	for i := range hubPolicies {
+		h.policies = append(h.policies, fmt.Sprintf("policy-%02d", i))
+	}
+	if err := h.seed(ctx); err != nil {
+		b.Fatal(err)
+	}
+	h.hub, err = newProcess("canopy-hub", b.TempDir(), "--kubeconfig="+cp.KubeconfigPath, "--addon-manager=false")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := h.hub.start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(h.hub.stop)
+	if err := waitFor(ctx, "canopy-hub's metrics", 100*time.Millisecond, func(ctx context.Context) (bool, error) {
+		_, err := h.hub.scrape(ctx)
+		return err == nil, err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	return h
+}
+
+// seed creates the cluster namespaces and ManagedClusters, the Placements
+// and their decisions (every Placement selects every cluster).
+func (h *hubBench) seed(ctx context.Context) error {
+	if err := h.c.Create(ctx, namespace(policyNamespace)); err != nil {
+		return err
+	}
+	n := len(h.clusters)
+	if err := createAll(ctx, h.c, 2*n, seedWorkers, func(i int) client.Object {
+		if i < n {
+			return namespace(h.clusters[i])
+		}
+		return managedCluster(h.clusters[i-n])
+	}); err != nil {
+		return err
+	}
+	for p := range hubPlacements {
+		name := fmt.Sprintf("placement-%d", p)
+		if err := h.c.Create(ctx, placement(name)); err != nil {
+			return err
+		}
+		for start := 0; start < n; start += 100 {
+			pd := decision(name, start/100+1, h.clusters[start:min(n, start+100)])
+			status := pd.Status
+			if err := h.c.Create(ctx, pd); err != nil {
+				return err
+			}
+			pd.Status = status
+			if err := h.c.Status().Update(ctx, pd); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ceilingReplica is the i-th object of the propagation ceiling: a Policy
+// like a replica, in a cluster namespace.
+func (h *hubBench) ceilingReplica(i int) client.Object {
+	root := h.policies[i%len(h.policies)]
+	p := policy(h.clusters[i/len(h.policies)], "ceiling."+root)
+	p.Labels = map[string]string{"bench": "ceiling"}
+	return p
+}
+
+// profileDuring writes a CPU profile of p for d, and its goroutines
+// half-way through, when BENCH_PPROF is set.
+func profileDuring(ctx context.Context, tb testing.TB, p *process, d time.Duration, name string) {
+	dir := os.Getenv("BENCH_PPROF")
+	if dir == "" {
+		return
+	}
+	go func() { // where the goroutines wait, when the CPU profile shows little
+		select {
+		case <-ctx.Done():
+		case <-time.After(d / 2):
+			url := fmt.Sprintf("http://%s/debug/pprof/goroutine?debug=1", p.pprof)
+			if err := fetchTo(ctx, url, filepath.Join(dir, name+"-goroutines.txt")); err != nil {
+				tb.Logf("profiling %s: %v", name, err)
+			}
+		}
+	}()
+	go func() {
+		path := filepath.Join(dir, name+".pprof")
+		if err := p.profile(ctx, d, path); err != nil {
+			tb.Logf("profiling %s: %v", name, err)
+			return
+		}
+		tb.Logf("CPU profile of %s written to %s", name, path)
+	}()
+}
+
+// rootKey names root policy name.
+func rootKey(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: policyNamespace, Name: name}
+}
+
+// rootCompliant is whether root lists every cluster as Compliant.
+func rootCompliant(root *policyv1.Policy, clusters int) bool {
+	if root.Status.ComplianceState != policyv1.Compliant || len(root.Status.Status) != clusters {
+		return false
+	}
+	for _, s := range root.Status.Status {
+		if s.ComplianceState != policyv1.Compliant {
+			return false
+		}
+	}
+	return true
+}

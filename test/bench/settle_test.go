@@ -1,0 +1,136 @@
+//go:build linux
+
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// queueState is what a controller's work queue says at one scrape.
+type queueState struct {
+	reconciles float64 // controller_runtime_reconcile_total, all results
+	busy       float64 // workqueue_depth + workqueue_unfinished_work_seconds
+}
+
+// queueStates reads the queue state of every controller from metrics text.
+func queueStates(data []byte) map[string]queueState {
+	states := map[string]queueState{}
+	s := bufio.NewScanner(bytes.NewReader(data))
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		name, labelText, ok := strings.Cut(s.Text(), "{")
+		if !ok {
+			continue
+		}
+		end := strings.LastIndex(labelText, "}")
+		if end < 0 {
+			continue
+		}
+		labels := parseLabels(labelText[:end])
+		value, err := strconv.ParseFloat(strings.TrimSpace(labelText[end+1:]), 64)
+		if err != nil {
+			continue
+		}
+		st := states[labels["controller"]]
+		switch name {
+		case "controller_runtime_reconcile_total":
+			st.reconciles += value
+		case "workqueue_depth", "workqueue_unfinished_work_seconds":
+			st.busy += value
+		default:
+			continue
+		}
+		states[labels["controller"]] = st
+	}
+	return states
+}
+
+// waitSettled waits until each named controller of p has reconciled at
+// least once and its queue has stayed empty, with no new reconcile, for
+// quiet; it returns when the last reconcile was seen.
+func waitSettled(ctx context.Context, p *process, quiet time.Duration, controllers ...string) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, deadline())
+	defer cancel()
+	var last map[string]queueState
+	lastChange := time.Now()
+	for {
+		data, err := p.scrape(ctx)
+		if err == nil {
+			states := queueStates(data)
+			if !sameReconciles(states, last, controllers) {
+				lastChange, last = time.Now(), states
+			}
+			if settled(states, controllers) && time.Since(lastChange) >= quiet {
+				return lastChange, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("controllers %v did not settle: %w", controllers, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func sameReconciles(a, b map[string]queueState, controllers []string) bool {
+	if b == nil {
+		return false
+	}
+	for _, c := range controllers {
+		if a[c].reconciles != b[c].reconciles {
+			return false
+		}
+	}
+	return true
+}
+
+func settled(states map[string]queueState, controllers []string) bool {
+	for _, c := range controllers {
+		if st := states[c]; st.reconciles == 0 || st.busy != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// measureRestart restarts p with nothing changed and measures the time until
+// its controllers have settled and the writes of resources it made on the
+// API server of cfg meanwhile (the goal is none).
+func measureRestart(ctx context.Context, b *testing.B, p *process, cfg *rest.Config, stage string, resources []string, controllers ...string) row {
+	b.Helper()
+	before, err := countWrites(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	if err := p.restart(); err != nil {
+		b.Fatal(err)
+	}
+	settledAt, err := waitSettled(ctx, p, 5*time.Second, controllers...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	after, err := countWrites(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := after.minus(before)
+	b.Logf("%s restart: writes %v", stage, d)
+	return row{
+		Stage:   stage + ": restart, nothing changed",
+		Seconds: settledAt.Sub(start).Seconds(),
+		Extra: []metric{
+			{Name: "writes", Value: d.total(resources...)},
+			{Name: "peak RSS", Value: p.peakRSS(), Unit: "MiB"},
+		},
+	}
+}

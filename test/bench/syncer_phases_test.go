@@ -1,0 +1,83 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
+)
+
+// coldStart starts the agent with the HierarchyPolicy already there and
+// measures the time until every namespace and inherited object exists.
+func (s *syncerBench) coldStart(ctx context.Context, b *testing.B) row {
+	b.Helper()
+	cfg := s.env.Cluster(syncerCluster).Config
+	selector := hierarchyv1alpha1.PolicyLabel + "=" + syncerPolicy
+	nsInformer, err := metadataInformer(cfg, corev1.SchemeGroupVersion.WithResource("namespaces"), selector)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmInformer, err := metadataInformer(cfg, corev1.SchemeGroupVersion.WithResource("configmaps"), selector)
+	if err != nil {
+		b.Fatal(err)
+	}
+	namespaces, err := track(ctx, nsInformer, always)
+	if err != nil {
+		b.Fatal(err)
+	}
+	objects, err := track(ctx, cmInformer, always)
+	if err != nil {
+		b.Fatal(err)
+	}
+	before := s.writes(ctx, b)
+	start := time.Now()
+	if err := s.agent.start(); err != nil {
+		b.Fatal(err)
+	}
+	profileDuring(ctx, b, s.agent, 30*time.Second, "agent-syncer")
+	n := len(s.namespaces)
+	if err := waitFor(ctx, "every namespace and inherited object", 200*time.Millisecond, func(context.Context) (bool, error) {
+		return namespaces.count() >= n && objects.count() >= n*inheritedObjects, nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	converged := objects.last()
+	if namespaces.last().After(converged) {
+		converged = namespaces.last()
+	}
+	if _, err := waitSettled(ctx, s.agent, 3*time.Second, syncerController); err != nil {
+		b.Fatal(err)
+	}
+	d := s.writes(ctx, b).minus(before)
+	b.Logf("syncer cold start: writes %v", d)
+	return row{
+		Stage:   "syncer: cold start (all namespaces and objects exist)",
+		Seconds: converged.Sub(start).Seconds(),
+		Extra: []metric{
+			{Name: "writes/object", Value: d.total("namespaces", "configmaps") / float64(n*(inheritedObjects+1))},
+			{Name: "agent peak RSS", Value: s.agent.peakRSS(), Unit: "MiB"},
+		},
+	}
+}
+
+// restart restarts the agent with nothing changed and counts its writes
+// until the syncer has reconciled everything again.
+func (s *syncerBench) restart(ctx context.Context, b *testing.B) row {
+	b.Helper()
+	return measureRestart(ctx, b, s.agent, s.env.Cluster(syncerCluster).Config, "syncer", syncerResources, syncerController)
+}
+
+// writes reads the managed API server's write counters.
+func (s *syncerBench) writes(ctx context.Context, b *testing.B) writes {
+	b.Helper()
+	w, err := countWrites(ctx, s.env.Cluster(syncerCluster).Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
