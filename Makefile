@@ -29,6 +29,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into deploy/ and copy OCM
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crds
 	$(CONTROLLER_GEN) rbac:roleName=canopy-hub paths="./cmd/hub/...;./pkg/hub/..." output:rbac:artifacts:config=deploy/hub/rbac
 	$(CONTROLLER_GEN) rbac:roleName=canopy-agent paths="./cmd/spoke/...;./pkg/spoke/..." output:rbac:artifacts:config=deploy/spoke/rbac
+	$(CONTROLLER_GEN) rbac:roleName=canopy-agent-enforcement paths=./deploy/spoke output:rbac:artifacts:config=deploy/spoke/rbac/enforcement
 	hack/copy-ocm-crds.sh
 
 .PHONY: fmt
@@ -50,23 +51,39 @@ verify: ## Fail when a generated file or go.mod is stale.
 ##@ Test
 
 .PHONY: test
-test: lint verify envtest-assets ## Run every test (unit, envtest, e2e) against real API servers.
+test: lint verify envtest-assets ## Run every test (unit, envtest, e2e) against real API servers, then fuzz briefly.
 	go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
+
+FUZZTIME ?= 10s
+
+.PHONY: fuzz
+fuzz: envtest-assets ## Run every Fuzz target for FUZZTIME each (make fuzz FUZZTIME=10m for a long run).
+	@for file in $$(grep -rl --include='*_test.go' '^func Fuzz' api cmd internal pkg test | sort); do \
+		for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
+			echo "go test -run '^\$$' -fuzz '^$$target\$$' -fuzztime $(FUZZTIME) ./$$(dirname $$file)"; \
+			go test -count=1 -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./$$(dirname $$file) || exit 1; \
+		done; \
+	done
 
 .PHONY: test-e2e
 test-e2e: envtest-assets ## Run the e2e suite (E2E_HUB_KUBECONFIG etc. select existing clusters).
 	go test $(GO_TEST_FLAGS) ./test/e2e/... -ginkgo.v
 
+BENCH_SCALE ?= 1
+BENCH_TIMEOUT ?= 60m
+
 .PHONY: bench
-bench: envtest-assets ## Run the Go benchmarks against real API servers.
-	go test -run '^$$' -bench . -benchtime 1x $(GO_TEST_FLAGS) ./...
+bench: envtest-assets build ## Measure propagation, dependency latency and syncer convergence at fleet scale (BENCH_SCALE=0.1 for a quick run).
+	BENCH_SCALE=$(BENCH_SCALE) go test -run '^$$' -bench . -benchtime 1x -timeout $(BENCH_TIMEOUT) -count=1 -v ./test/bench/
 
 ##@ Run
 
 .PHONY: build
-build: ## Build canopy-hub and canopy-agent into bin/.
+build: ## Build canopy-hub, canopy-agent and kubectl-canopy into bin/.
 	go build -o bin/canopy-hub ./cmd/hub
 	go build -o bin/canopy-agent ./cmd/spoke
+	go build -o bin/kubectl-canopy ./cmd/kubectl-canopy
 
 .PHONY: demo
 demo: envtest-assets build ## Run Canopy locally: a hub, two managed clusters, the examples, a compliance table.

@@ -88,6 +88,7 @@ type PolicyTemplate struct {
 	//
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:EmbeddedResource
+	// +kubebuilder:validation:XValidation:rule="has(self.metadata) && has(self.metadata.name) && self.metadata.name != ''",message="metadata.name is required: it names the template on the managed cluster and its compliance"
 	ObjectDefinition runtime.RawExtension `json:"objectDefinition"`
 
 	// ExtraDependencies are dependencies of this template only, in addition

@@ -79,6 +79,8 @@ func TestSpokeBase(t *testing.T) {
 		"CustomResourceDefinition//subnamespaces.hierarchy.canopy.io",
 		"ClusterRole//canopy-agent",
 		"ClusterRoleBinding//canopy-agent",
+		"ClusterRole//canopy-agent-enforcement",
+		"ClusterRoleBinding//canopy-agent-enforcement",
 		"ServiceAccount/canopy-system/canopy-agent",
 		"Deployment/canopy-system/canopy-agent",
 		"Service/canopy-system/canopy-agent-metrics",

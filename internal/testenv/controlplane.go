@@ -43,6 +43,9 @@ type ControlPlane struct {
 	Client client.Client
 	// KubeconfigPath names a kubeconfig file equivalent to Config.
 	KubeconfigPath string
+	// AuditLogPath names the API server's audit log (see ReadAuditLog),
+	// empty unless started with Options.AuditLog.
+	AuditLogPath string
 
 	env      *envtest.Environment // nil for an existing cluster
 	usersMu  sync.Mutex           // envtest's certificate authority is not safe for concurrent use
@@ -64,7 +67,7 @@ func StartControlPlane(ctx context.Context, name string) (*ControlPlane, error) 
 	if err := claimStateDir(state); err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
-	cp, err := startControlPlane(ctx, name, state, filepath.Join(dir, name+".kubeconfig"))
+	cp, err := startControlPlane(ctx, name, state, filepath.Join(dir, name+".kubeconfig"), false)
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
@@ -73,8 +76,9 @@ func StartControlPlane(ctx context.Context, name string) (*ControlPlane, error) 
 }
 
 // startControlPlane starts the control plane name with its state under
-// stateDir/name and writes an admin kubeconfig to kubeconfigPath.
-func startControlPlane(ctx context.Context, name, stateDir, kubeconfigPath string) (*ControlPlane, error) {
+// stateDir/name and writes an admin kubeconfig to kubeconfigPath; audit
+// turns on the API server's audit log.
+func startControlPlane(ctx context.Context, name, stateDir, kubeconfigPath string, audit bool) (*ControlPlane, error) {
 	dir := filepath.Join(stateDir, name)
 	for _, sub := range []string{"bin", "certs", "etcd"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
@@ -108,6 +112,11 @@ func startControlPlane(ctx context.Context, name, stateDir, kubeconfigPath strin
 		ControlPlaneStopTimeout:  20 * time.Second,
 	}
 	cp := &ControlPlane{Name: name, KubeconfigPath: kubeconfigPath, env: env, cleanup: dir}
+	if audit {
+		if cp.AuditLogPath, err = enableAudit(env, dir); err != nil {
+			return nil, err
+		}
+	}
 	track(cp, cp.Stop)
 	if err := cp.start(ctx, objs); err != nil {
 		return nil, errors.Join(fmt.Errorf("starting control plane %s: %w", name, err), cp.Stop())

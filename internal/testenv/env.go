@@ -42,6 +42,9 @@ type Options struct {
 	// WorkAgents runs OCM's work agent for every managed cluster (see
 	// StartWorkAgent), so that ManifestWorks on the hub are applied.
 	WorkAgents bool
+	// AuditLog makes every API server log every write, with the deleted
+	// object for deletions (ControlPlane.ReadAuditLog).
+	AuditLog bool
 }
 
 // Env is a hub and its managed clusters.
@@ -104,7 +107,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	}
 	e.state = state
 	e.identity = e.certificateIdentity
-	if err := e.startPlanes(ctx, names); err != nil {
+	if err := e.startPlanes(ctx, names, opts.AuditLog); err != nil {
 		return nil, err
 	}
 	if err := e.startOCM(ctx, opts); err != nil {
@@ -116,12 +119,12 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 // startPlanes starts the hub and the managed clusters' control planes in
 // parallel and registers every cluster on the hub as soon as the hub is up.
 // Every plane started stays reachable by Stop, even when another fails.
-func (e *Env) startPlanes(ctx context.Context, names []string) error {
+func (e *Env) startPlanes(ctx context.Context, names []string, audit bool) error {
 	planes := make([]*ControlPlane, len(names))
 	e.Managed = make([]*ManagedCluster, len(names))
 	var g errgroup.Group
 	g.Go(func() error {
-		hub, err := startControlPlane(ctx, HubName, e.state, filepath.Join(e.Dir, HubName+".kubeconfig"))
+		hub, err := startControlPlane(ctx, HubName, e.state, filepath.Join(e.Dir, HubName+".kubeconfig"), audit)
 		if err != nil {
 			return err
 		}
@@ -138,7 +141,7 @@ func (e *Env) startPlanes(ctx context.Context, names []string) error {
 	})
 	for i, name := range names {
 		g.Go(func() (err error) {
-			planes[i], err = startControlPlane(ctx, name, e.state, filepath.Join(e.Dir, name+".kubeconfig"))
+			planes[i], err = startControlPlane(ctx, name, e.state, filepath.Join(e.Dir, name+".kubeconfig"), audit)
 			return err
 		})
 	}

@@ -23,6 +23,10 @@ const (
 	// ClusterRoleBinding on the managed cluster, and the agent in its OCM
 	// user name.
 	AgentName = agentrbac.AgentName
+	// EnforcementClusterRoleName names the ClusterRole (and its binding) of
+	// what the agent's policies read and write on the managed cluster,
+	// deploy/spoke/rbac/enforcement/role.yaml.
+	EnforcementClusterRoleName = AgentName + "-enforcement"
 	// DefaultImage is the agent image when neither --agent-image nor an
 	// AddOnDeploymentConfig says otherwise.
 	DefaultImage = "ghcr.io/canopy-policy/canopy:latest"

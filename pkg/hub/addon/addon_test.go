@@ -120,7 +120,7 @@ func TestManifestsGolden(t *testing.T) {
 	}
 }
 
-// split separates the per-cluster objects from the agent's ClusterRole and
+// split separates the per-cluster objects from the agent's ClusterRoles and
 // CRDs, which are the same for every cluster and too long for a golden file.
 func split(objs []runtime.Object) (perCluster []runtime.Object, static []string) {
 	for _, obj := range objs {
@@ -139,6 +139,7 @@ func split(objs []runtime.Object) (perCluster []runtime.Object, static []string)
 func staticNames() []string {
 	return []string{
 		"ClusterRole/canopy-agent",
+		"ClusterRole/canopy-agent-enforcement",
 		"CustomResourceDefinition/policies.policy.open-cluster-management.io",
 		"CustomResourceDefinition/configurationpolicies.policy.open-cluster-management.io",
 		"CustomResourceDefinition/hierarchypolicies.hierarchy.canopy.io",

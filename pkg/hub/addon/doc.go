@@ -4,8 +4,9 @@
 // controllers write, for each ManagedClusterAddOn named canopy-policy,
 //
 //   - the ManifestWork in the cluster namespace that installs the agent
-//     (Namespace, ServiceAccount, ClusterRole and ClusterRoleBinding, the
-//     spoke CRDs and the agent Deployment), rendered per cluster by
+//     (Namespace, ServiceAccount, the ClusterRoles canopy-agent and
+//     canopy-agent-enforcement with their bindings, the spoke CRDs and the
+//     agent Deployment), rendered per cluster by
 //     AgentAddon.Manifests from the templates under manifests/ and the
 //     cluster's AddOnDeploymentConfig;
 //   - status.registrations (the agent's hub identity, issued through OCM's

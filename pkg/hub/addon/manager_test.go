@@ -116,6 +116,7 @@ func expectManifestWork(t *testing.T, c client.Client, cluster string) {
 	}
 	g.Expect(kinds).To(ContainElements(
 		"ClusterRole/canopy-agent", "ServiceAccount/canopy-agent", "ClusterRoleBinding/canopy-agent",
+		"ClusterRole/canopy-agent-enforcement", "ClusterRoleBinding/canopy-agent-enforcement",
 		"CustomResourceDefinition/policies.policy.open-cluster-management.io", "Deployment/canopy-agent"))
 	g.Expect(deployment).NotTo(BeNil())
 	container := deployment.Spec.Template.Spec.Containers[0]

@@ -10,6 +10,7 @@ import (
 	"path"
 	"text/template"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -77,15 +78,19 @@ func render(v values) ([]runtime.Object, error) {
 }
 
 // staticManifests are the manifests every cluster gets unchanged: the
-// agent's ClusterRole (deploy/spoke/rbac/role.yaml) and the spoke CRDs
+// agent's ClusterRoles (deploy/spoke/rbac/role.yaml for its machinery,
+// deploy/spoke/rbac/enforcement/role.yaml for what policies enforce) and the spoke CRDs
 // (deploy/crds) but those only the hub uses.
 func staticManifests() ([]runtime.Object, error) {
-	role, err := spoke.ClusterRole()
-	if err != nil {
-		return nil, err
+	var objs []runtime.Object
+	for _, get := range []func() (*rbacv1.ClusterRole, error){spoke.ClusterRole, spoke.EnforcementClusterRole} {
+		role, err := get()
+		if err != nil {
+			return nil, err
+		}
+		role.APIVersion, role.Kind = "rbac.authorization.k8s.io/v1", "ClusterRole"
+		objs = append(objs, role)
 	}
-	role.APIVersion, role.Kind = "rbac.authorization.k8s.io/v1", "ClusterRole"
-	objs := []runtime.Object{role}
 	all, err := crds.Canopy()
 	if err != nil {
 		return nil, fmt.Errorf("reading the Canopy CRDs: %w", err)

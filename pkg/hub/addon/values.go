@@ -30,21 +30,25 @@ const containerID = "deployments:" + AgentName + ":agent"
 
 // values are what the templates under manifests/ are rendered with.
 type values struct {
-	ClusterName         string
-	InstallNamespace    string
-	CreateNamespace     bool // false for OCM's shared addon namespace, which is not ours to delete
-	AgentName           string
-	ClusterRoleName     string
-	HubKubeconfigSecret string
-	Image               string
-	ImagePullPolicy     corev1.PullPolicy
-	LogLevel            string
-	Labels              map[string]string
-	SelectorLabels      map[string]string
-	NodeSelector        map[string]string
-	Tolerations         []corev1.Toleration
-	Env                 []corev1.EnvVar
-	Resources           corev1.ResourceRequirements
+	ClusterName      string
+	InstallNamespace string
+	CreateNamespace  bool // false for OCM's shared addon namespace, which is not ours to delete
+	AgentName        string
+	ClusterRoleName  string
+	// EnforcementClusterRoleName is the ClusterRole of what policies read
+	// and write (deploy/spoke/enforcement.go), bound apart so that cluster
+	// administrators can narrow it.
+	EnforcementClusterRoleName string
+	HubKubeconfigSecret        string
+	Image                      string
+	ImagePullPolicy            corev1.PullPolicy
+	LogLevel                   string
+	Labels                     map[string]string
+	SelectorLabels             map[string]string
+	NodeSelector               map[string]string
+	Tolerations                []corev1.Toleration
+	Env                        []corev1.EnvVar
+	Resources                  corev1.ResourceRequirements
 }
 
 // newValues computes the template values of one cluster from the hub's
@@ -56,19 +60,20 @@ func newValues(opts Options, cluster *clusterv1.ManagedCluster, mca *addonv1beta
 	labels["app.kubernetes.io/managed-by"] = "canopy"
 	ns := installNamespace(mca, config)
 	v := values{
-		ClusterName:         cluster.Name,
-		InstallNamespace:    ns,
-		CreateNamespace:     ns != DefaultInstallNamespace,
-		AgentName:           AgentName,
-		ClusterRoleName:     AgentName,
-		HubKubeconfigSecret: HubKubeconfigSecret,
-		Image:               withDefault(opts.Image, DefaultImage),
-		ImagePullPolicy:     corev1.PullPolicy(withDefault(opts.ImagePullPolicy, string(corev1.PullIfNotPresent))),
-		LogLevel:            withDefault(opts.LogLevel, "info"),
-		Labels:              labels,
-		SelectorLabels:      selector,
-		NodeSelector:        map[string]string{},
-		Tolerations:         []corev1.Toleration{},
+		ClusterName:                cluster.Name,
+		InstallNamespace:           ns,
+		CreateNamespace:            ns != DefaultInstallNamespace,
+		AgentName:                  AgentName,
+		ClusterRoleName:            AgentName,
+		EnforcementClusterRoleName: EnforcementClusterRoleName,
+		HubKubeconfigSecret:        HubKubeconfigSecret,
+		Image:                      withDefault(opts.Image, DefaultImage),
+		ImagePullPolicy:            corev1.PullPolicy(withDefault(opts.ImagePullPolicy, string(corev1.PullIfNotPresent))),
+		LogLevel:                   withDefault(opts.LogLevel, "info"),
+		Labels:                     labels,
+		SelectorLabels:             selector,
+		NodeSelector:               map[string]string{},
+		Tolerations:                []corev1.Toleration{},
 		Env: []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{
 			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
 	}

@@ -165,7 +165,10 @@ func (r *Reconciler) syncReplicas(ctx context.Context, root *policyv1.Policy, cl
 func (r *Reconciler) applyReplica(ctx context.Context, desired, existing *policyv1.Policy) error {
 	log := ctrl.LoggerFrom(ctx)
 	if existing == nil {
-		if err := r.Client.Create(ctx, desired); err != nil {
+		if err := r.Client.Create(ctx, desired); apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating replica %s: a Policy that is not a replica of this policy already has its name "+
+				"in the cluster namespace; delete or rename it: %w", klog.KObj(desired), err)
+		} else if err != nil {
 			return fmt.Errorf("creating replica %s: %w", klog.KObj(desired), err)
 		}
 		log.Info("Created replica", "replica", klog.KObj(desired))

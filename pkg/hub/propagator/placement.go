@@ -103,10 +103,27 @@ func ResolvePlacement(in PlacementInputs) Resolution {
 	for _, name := range sets.List(selected) {
 		res.Clusters = append(res.Clusters, Cluster{Name: name, Enforce: enforce.Has(name)})
 	}
+	res.Problems = append(res.Problems, onlyRestricted(bound, in.Disabled)...)
 	slices.SortStableFunc(res.Placements, func(a, b policyv1.Placement) int {
 		return cmp.Or(cmp.Compare(a.PlacementBinding, b.PlacementBinding), cmp.Compare(a.PolicySet, b.PolicySet))
 	})
 	return res
+}
+
+// onlyRestricted explains a policy bound by restricted bindings alone,
+// which therefore selects no cluster.
+func onlyRestricted(bound []boundBinding, disabled bool) []string {
+	if disabled || len(bound) == 0 || slices.ContainsFunc(bound, func(b boundBinding) bool {
+		return b.binding.SubFilter != policyv1.Restricted
+	}) {
+		return nil
+	}
+	var out []string
+	for _, b := range bound {
+		out = append(out, fmt.Sprintf("PlacementBinding %s is restricted (subFilter: restricted): it only overrides the settings of "+
+			"clusters that other bindings select; bind the policy with a PlacementBinding without subFilter", b.binding.Name))
+	}
+	return out
 }
 
 // bindingsOf returns the bindings that name the policy, sorted by name, and

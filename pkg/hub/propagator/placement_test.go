@@ -96,10 +96,10 @@ func TestResolvePlacement(t *testing.T) {
 		wantClusters: []Cluster{{Name: "c1"}, {Name: "c2", Enforce: true}},
 		wantEntries:  []policyv1.Placement{entry("b1", "p1", "", "c1", "c2"), entry("b2", "p2", "", "c2")},
 	}, {
-		name:         "a restricted binding alone selects nothing",
+		name:         "a restricted binding alone selects nothing, and says why",
 		bindings:     []policyv1.PlacementBinding{enforcing(restricted(binding("b", "p1", policySubject("pol"))))},
 		wantEntries:  nil,
-		wantProblems: nil,
+		wantProblems: []string{"PlacementBinding b is restricted (subFilter: restricted): it only overrides the settings of clusters that other bindings select"},
 	}, {
 		name:         "a non-restricted binding's override",
 		bindings:     []policyv1.PlacementBinding{enforcing(binding("b", "p1", policySubject("pol")))},

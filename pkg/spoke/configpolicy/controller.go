@@ -42,11 +42,10 @@ const unknownKindRecheck = time.Minute
 // of any kind the policy names, anywhere on the managed cluster, and
 // informing reads them (and dry-runs updates, which needs update rights).
 // The kinds are not known in advance — they come from the hub's policies —
-// so the agent holds every right on the managed cluster, as OCM's
-// config-policy-controller does. The explicit rules below document what
-// this controller itself relies on.
+// so reading and writing them is granted by the separate enforcement
+// ClusterRole (deploy/spoke/enforcement.go), broad by default. The rules
+// below are what this controller itself relies on.
 //
-// +kubebuilder:rbac:groups=*,resources=*,verbs=*
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=configurationpolicies,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=configurationpolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=configurationpolicies/finalizers,verbs=update

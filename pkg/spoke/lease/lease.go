@@ -19,9 +19,9 @@ const DefaultName = "canopy-policy"
 // DefaultInterval is how often the Lease is renewed.
 const DefaultInterval = 10 * time.Second
 
-// Updater renews one of the agent's Leases. It is a manager.Runnable.
-//
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+
+// Updater renews one of the agent's Leases. It is a manager.Runnable.
 type Updater struct {
 	// Writer writes the Lease: a client of the hub for the hub's Lease, or of
 	// the managed cluster for the Lease OCM's klusterlet reads. Reads go

@@ -23,10 +23,10 @@ import (
 // Name is the controller's name.
 const Name = "specsync"
 
-// Reconciler copies hub replicas to local Policies.
-//
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create
+
+// Reconciler copies hub replicas to local Policies.
 type Reconciler struct {
 	// HubClient reads replicas from the hub cache, which is restricted to
 	// the cluster namespace.
@@ -63,6 +63,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("getting replica %s: %w", req, err)
 		}
 		replica = nil
+	}
+	if replica != nil && replica.Labels[policyv1.RootPolicyLabel] == "" {
+		replica = nil // not a replica: something else put it in the cluster namespace
 	}
 	local := &policyv1.Policy{}
 	if err := r.ManagedClient.Get(ctx, req.NamespacedName, local); err != nil {

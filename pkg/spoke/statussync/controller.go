@@ -25,12 +25,12 @@ const Name = "statussync"
 // EventUIDIndex indexes Events by involvedObject.uid.
 const EventUIDIndex = "involvedObject.uid"
 
-// Reconciler writes the status of local Policies from their compliance
-// events.
-//
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
+
+// Reconciler writes the status of local Policies from their compliance
+// events.
 type Reconciler struct {
 	// ManagedClient reads and writes the managed cluster.
 	ManagedClient client.Client

@@ -66,8 +66,8 @@ func (r *HubReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.ManagedClient.Get(ctx, req.NamespacedName, local); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !replica.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+	if !replica.DeletionTimestamp.IsZero() || replica.Labels[policyv1.RootPolicyLabel] == "" {
+		return ctrl.Result{}, nil // not a replica (no root-policy label): its status is not ours
 	}
 	orig := replica.DeepCopy()
 	replica.Status.ComplianceState = local.Status.ComplianceState

@@ -30,11 +30,10 @@ import (
 
 // RBAC: the syncer creates, updates and deletes objects of any kind a
 // HierarchyPolicy declares, anywhere on the managed cluster, and lists every
-// kind to find the objects it applied earlier. The agent already holds every
-// right for configpolicy; the explicit rules below document what this
-// controller itself relies on.
+// kind to find the objects it applied earlier: rights the separate
+// enforcement ClusterRole grants (deploy/spoke/enforcement.go). The rules
+// below are what this controller itself relies on.
 //
-// +kubebuilder:rbac:groups=*,resources=*,verbs=*
 // +kubebuilder:rbac:groups=hierarchy.canopy.io,resources=hierarchypolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=hierarchy.canopy.io,resources=hierarchypolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies,verbs=get;list;watch
@@ -122,8 +121,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	orig := policy.DeepCopy()
 	defer func() { // status is written once, here, whatever happens below
-		if equality.Semantic.DeepEqual(orig.Status, policy.Status) {
-			return
+		if equality.Semantic.DeepEqual(orig.Status, policy.Status) || (retErr != nil && onlyTimeChanged(orig.Status, policy.Status)) {
+			return // Note: a failure retried with backoff does not rewrite the status to bump lastEvaluated
 		}
 		if err := r.ManagedClient.Status().Patch(ctx, policy, client.MergeFrom(orig)); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, client.IgnoreNotFound(err)})
@@ -135,6 +134,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	return r.reconcileNormal(ctx, policy)
+}
+
+// onlyTimeChanged tells whether two statuses differ in lastEvaluated alone.
+func onlyTimeChanged(a, b hierarchyv1alpha1.HierarchyPolicyStatus) bool {
+	a.LastEvaluated, b.LastEvaluated = nil, nil
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, policy *hierarchyv1alpha1.HierarchyPolicy) (ctrl.Result, error) {

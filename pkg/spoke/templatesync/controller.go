@@ -28,13 +28,13 @@ import (
 // Name is the controller's name.
 const Name = "templatesync"
 
-// Reconciler creates, updates and deletes the policy templates of local
-// Policies.
-//
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io;hierarchy.canopy.io,resources=*,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch;create;patch
+
+// Reconciler creates, updates and deletes the policy templates of local
+// Policies.
 type Reconciler struct {
 	// ManagedClient reads and writes the managed cluster.
 	ManagedClient client.Client
@@ -72,7 +72,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&policyv1.Policy{}, builder.WithPredicates(inNamespace)).
+		// Note: a Policy's own status (written by statussync on every
+		// compliance event) changes no template; skipping it keeps the queue
+		// short at thousands of policies (make bench: dependency latency).
+		For(&policyv1.Policy{}, builder.WithPredicates(inNamespace, predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		// A new template kind, or a kind a dependency names, can appear at any time.
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies)).
 		WatchesRawSource(src).

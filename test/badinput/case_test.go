@@ -1,0 +1,142 @@
+package badinput_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// Places a case's expectation can name.
+const (
+	placeRejected            = "rejected"
+	placeRoot                = "root"
+	placeReplica             = "replica"
+	placePolicySet           = "policyset"
+	placeConfigurationPolicy = "configurationpolicy"
+	placeHierarchyPolicy     = "hierarchypolicy"
+)
+
+// clusterAnnotation sends an object of a case to the managed cluster.
+const clusterAnnotation = "badinput.canopy.io/cluster"
+
+// expectation is one "# expect:" line of a case.
+type expectation struct {
+	place string
+	name  string
+	re    *regexp.Regexp
+}
+
+func (e expectation) String() string { return e.place + " " + e.name + ": " + e.re.String() }
+
+// testCase is one file of the corpus.
+type testCase struct {
+	name    string
+	expect  []expectation
+	nobind  bool
+	hub     []*unstructured.Unstructured
+	managed []*unstructured.Unstructured
+}
+
+// rejected tells whether the case expects the hub API server to refuse it.
+func (tc testCase) rejected() bool {
+	return slices.ContainsFunc(tc.expect, func(e expectation) bool { return e.place == placeRejected })
+}
+
+var (
+	expectLine = regexp.MustCompile(`^#\s*expect:\s*(\w+)(?:\s+([^:\s]+))?:\s*(.+)$`)
+	padToken   = regexp.MustCompile(`\$PAD\((\d+)\)`)
+)
+
+// loadCases reads every case of dir.
+func loadCases(dir, cluster string) ([]testCase, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var cases []testCase
+	for _, f := range files {
+		tc, err := loadCase(f, cluster)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		cases = append(cases, tc)
+	}
+	return cases, nil
+}
+
+func loadCase(file, cluster string) (testCase, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return testCase{}, err
+	}
+	tc := testCase{name: strings.TrimSuffix(filepath.Base(file), ".yaml")}
+	text := expand(string(raw), tc.name, cluster)
+	for _, line := range strings.Split(text, "\n") {
+		if strings.TrimSpace(line) == "# nobind" {
+			tc.nobind = true
+		}
+		m := expectLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		re, err := regexp.Compile(m[3])
+		if err != nil {
+			return tc, fmt.Errorf("expectation %q: %w", line, err)
+		}
+		tc.expect = append(tc.expect, expectation{place: m[1], name: m[2], re: re})
+	}
+	if len(tc.expect) == 0 {
+		return tc, errors.New("no '# expect:' line")
+	}
+	objs, err := decodeAll(text)
+	if err != nil {
+		return tc, err
+	}
+	for _, o := range objs {
+		if o.GetAnnotations()[clusterAnnotation] == "managed" {
+			unstructured.RemoveNestedField(o.Object, "metadata", "annotations", clusterAnnotation)
+			tc.managed = append(tc.managed, o)
+			continue
+		}
+		if o.GetNamespace() == "" && o.GetKind() != "Namespace" {
+			o.SetNamespace(tc.name)
+		}
+		tc.hub = append(tc.hub, o)
+	}
+	return tc, nil
+}
+
+// expand replaces the tokens of a case.
+func expand(text, name, cluster string) string {
+	text = strings.NewReplacer("$CASE", name, "$CLUSTER", cluster).Replace(text)
+	return padToken.ReplaceAllStringFunc(text, func(tok string) string {
+		n, _ := strconv.Atoi(padToken.FindStringSubmatch(tok)[1])
+		return strings.Repeat("x", n)
+	})
+}
+
+func decodeAll(text string) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader([]byte(text)), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); errors.Is(err, io.EOF) {
+			return objs, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("decoding: %w", err)
+		}
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package security_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/scheme"
+	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/pkg/hub/addon"
+	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
+)
+
+// identity is an agent's hub identity under test.
+type identity struct {
+	name          string
+	cfg           *rest.Config
+	user          string
+	groups        []string
+	own, other    string // its cluster namespace, and another cluster's
+	rootNamespace string
+}
+
+// TestAgentHubIdentity checks, with SubjectAccessReviews and real requests,
+// that an agent's hub identity may work with the replicas of its own
+// cluster namespace and nothing else. Two identities are checked: one
+// granted by the addon's permission hook (pkg/hub/addon.Permission), and
+// testenv's stand-in that every other test uses.
+func TestAgentHubIdentity(t *testing.T) {
+	g := NewWithT(t)
+	rootNS := testenv.Namespace(t, env.Hub.Client)
+	hooked := permissionHookIdentity(t, "sec-hooked")
+	for _, id := range []identity{
+		{name: "permission hook", cfg: hooked, user: agentrbac.User("sec-hooked"), groups: agentrbac.Groups("sec-hooked"),
+			own: "sec-hooked", other: "cluster1", rootNamespace: rootNS},
+		{name: "testenv", cfg: env.Managed[0].HubConfig, user: agentrbac.User("cluster1"), groups: agentrbac.Groups("cluster1"),
+			own: "cluster1", other: "cluster2", rootNamespace: rootNS},
+	} {
+		t.Run(id.name, func(t *testing.T) {
+			for _, c := range accessChecks(id) {
+				g.Expect(allowed(t, id, c)).To(Equal(c.allowed), "SubjectAccessReview: %s", c)
+			}
+			expectRequests(t, id)
+		})
+	}
+}
+
+// access is one request an identity may or may not make.
+type access struct {
+	verb, group, resource, subresource, namespace string
+	allowed                                       bool
+}
+
+func (a access) String() string {
+	return a.verb + " " + a.group + "/" + a.resource + "/" + a.subresource + " in " + a.namespace
+}
+
+func accessChecks(id identity) []access {
+	const pg = policyv1.GroupName
+	return []access{
+		{verb: "get", group: pg, resource: "policies", namespace: id.own, allowed: true},
+		{verb: "update", group: pg, resource: "policies", subresource: "status", namespace: id.own, allowed: true},
+		{verb: "create", resource: "events", namespace: id.own, allowed: true},
+		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: id.own, allowed: true},
+		{verb: "create", group: pg, resource: "policies", namespace: id.own},
+		{verb: "delete", group: pg, resource: "policies", namespace: id.own},
+		{verb: "get", resource: "secrets", namespace: id.own},
+		{verb: "get", group: pg, resource: "policies", namespace: id.other},
+		{verb: "list", group: pg, resource: "policies", namespace: id.other},
+		{verb: "update", group: pg, resource: "policies", subresource: "status", namespace: id.other},
+		{verb: "create", resource: "events", namespace: id.other},
+		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: id.other},
+		{verb: "get", group: pg, resource: "policies", namespace: id.rootNamespace},
+		{verb: "update", group: pg, resource: "policies", namespace: id.rootNamespace},
+		{verb: "list", group: pg, resource: "policies"},
+		{verb: "list", group: pg, resource: "placementbindings", namespace: id.rootNamespace},
+		{verb: "get", group: "cluster.open-cluster-management.io", resource: "managedclusters"},
+		{verb: "create", group: "rbac.authorization.k8s.io", resource: "rolebindings", namespace: id.own},
+	}
+}
+
+// allowed asks the hub whether id may do c.
+func allowed(t *testing.T, id identity, c access) bool {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(env.Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: id.user, Groups: id.groups,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb: c.verb, Group: c.group, Resource: c.resource, Subresource: c.subresource, Namespace: c.namespace,
+		},
+	}}
+	got, err := cs.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), sar, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.Status.Allowed
+}
+
+// expectRequests makes real requests as id: what it may do succeeds, the
+// rest is Forbidden.
+func expectRequests(t *testing.T, id identity) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	agent, err := client.New(id.cfg, client.Options{Scheme: scheme.New()})
+	g.Expect(err).NotTo(HaveOccurred())
+	root := createPolicy(t, id.rootNamespace, "root")
+	other := createPolicy(t, id.other, id.rootNamespace+".root")
+	mine := createPolicy(t, id.own, id.rootNamespace+".root")
+	forbidden := Satisfy(apierrors.IsForbidden)
+
+	g.Expect(agent.Get(ctx, client.ObjectKeyFromObject(mine), &policyv1.Policy{})).To(Succeed())
+	g.Expect(agent.Get(ctx, client.ObjectKeyFromObject(other), &policyv1.Policy{})).To(forbidden)
+	g.Expect(agent.List(ctx, &policyv1.PolicyList{}, client.InNamespace(id.other))).To(forbidden)
+	g.Expect(agent.Status().Update(ctx, other.DeepCopy())).To(forbidden)
+	g.Expect(agent.Delete(ctx, other.DeepCopy())).To(forbidden)
+	g.Expect(agent.Get(ctx, client.ObjectKeyFromObject(root), &policyv1.Policy{})).To(forbidden)
+	g.Expect(agent.List(ctx, &policyv1.PolicyList{})).To(forbidden)
+	g.Expect(agent.Update(ctx, root.DeepCopy())).To(forbidden)
+	g.Expect(agent.Delete(ctx, root.DeepCopy())).To(forbidden)
+	g.Expect(agent.Create(ctx, newPolicy(id.own, "made-by-agent"))).To(forbidden)
+	g.Expect(agent.List(ctx, &corev1.SecretList{}, client.InNamespace(id.own))).To(forbidden)
+	g.Expect(agent.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: "x.", Namespace: id.other},
+		InvolvedObject: corev1.ObjectReference{Kind: "Policy", Name: other.Name, Namespace: id.other}})).To(forbidden)
+}
+
+func newPolicy(namespace, name string) *policyv1.Policy {
+	p := &policyv1.Policy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	p.Spec.PolicyTemplates = []policyv1.PolicyTemplate{}
+	return p
+}
+
+// createPolicy creates a Policy as the hub's administrator, deleted when
+// the test ends.
+func createPolicy(t *testing.T, namespace, name string) *policyv1.Policy {
+	t.Helper()
+	p := newPolicy(namespace, name)
+	if err := env.Hub.Client.Create(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Hub.Client.Delete(context.Background(), p) })
+	return p
+}
+
+// permissionHookIdentity runs the addon's permission hook for a cluster, as
+// the addon manager does once the cluster enables the addon, and returns
+// the hub identity OCM's registration would issue its agent.
+func permissionHookIdentity(t *testing.T, cluster string) *rest.Config {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}}
+	g.Expect(client.IgnoreAlreadyExists(env.Hub.Client.Create(ctx, ns))).To(Succeed())
+	kube, err := kubernetes.NewForConfig(env.Hub.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}
+	mca := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{
+		Name: addon.Name, Namespace: cluster, UID: types.UID("00000000-0000-0000-0000-000000000001"),
+	}}
+	g.Expect(addon.Permission(kube)(ctx, mc, mca)).To(Succeed())
+	cfg, err := env.Hub.AddUser(agentrbac.User(cluster), agentrbac.Groups(cluster)...)
+	g.Expect(err).NotTo(HaveOccurred())
+	agent, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() error { // the authorizer's caches catch up
+		return agent.List(ctx, &policyv1.PolicyList{}, client.InNamespace(cluster))
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	return cfg
+}

@@ -1,0 +1,173 @@
+package security_test
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/test/inproc"
+)
+
+// TestNoSecretInOutputs plants unique values in Secrets that policies
+// compare (musthave and mustonlyhave with a different value, recordDiff
+// InStatus), enforce (into a namespace that does not exist) and propagate
+// (a HierarchyPolicy copying a Secret down a namespace tree), waits until
+// every policy has reported, and then searches every log line of the
+// controllers (V(10)), every event and every status on the hub and the
+// managed cluster for the values, plain and base64-encoded.
+func TestNoSecretInOutputs(t *testing.T) {
+	g := NewWithT(t)
+	mc := env.Cluster("cluster1")
+	inproc.StartHub(t, env.Hub.Config)
+	inproc.StartAgent(t, mc.Name, mc.Config, mc.HubConfig)
+	stored, declared := "canopy-stored-"+randomHex(t), "canopy-declared-"+randomHex(t)
+	src, child := plantSecrets(t, mc.Client, stored)
+
+	ns := testenv.Namespace(t, env.Hub.Client)
+	for name, tmpl := range secretTemplates(src, child, declared) {
+		placedPolicy(t, ns, mc.Name, name, "", tmpl)
+	}
+	ctx := t.Context()
+	g.Eventually(replicaHistory(ctx, ns, "compare", mc.Name), eventually, poll).Should(HaveExactElements(
+		"NonCompliant", ContainSubstring("NonCompliant; violation - secrets [stored] found but not as specified in namespace "+src)))
+	g.Eventually(replicaHistory(ctx, ns, "exact", mc.Name), eventually, poll).Should(HaveExactElements(
+		"NonCompliant", ContainSubstring("not as specified")))
+	g.Eventually(replicaHistory(ctx, ns, "enforce", mc.Name), eventually, poll).Should(HaveExactElements(
+		"NonCompliant", ContainSubstring("cannot be created")))
+	g.Eventually(replicaHistory(ctx, ns, "propagate", mc.Name), eventually, poll).Should(HaveExactElements(
+		"Compliant", HavePrefix("Compliant")))
+	for _, name := range []string{"compare", "exact", "enforce", "propagate"} {
+		t.Logf("%s: %q", name, replicaHistory(ctx, ns, name, mc.Name)())
+	}
+	copied := &corev1.Secret{}
+	g.Eventually(func() error {
+		return mc.Client.Get(ctx, client.ObjectKey{Namespace: child, Name: "stored"}, copied)
+	}, eventually, poll).Should(Succeed(), "the HierarchyPolicy copies the Secret")
+	g.Expect(string(copied.Data["token"])).To(Equal(stored))
+
+	outputs := map[string]string{"controller logs": logs.String()}
+	for name, c := range map[string]client.Client{"hub": env.Hub.Client, "managed": mc.Client} {
+		outputs[name+" events"] = eventsText(t, c)
+		outputs[name+" statuses"] = statusesText(t, c)
+	}
+	for where, text := range outputs {
+		if where != "hub events" { // the hub records events only when propagation fails
+			g.Expect(text).NotTo(BeEmpty(), where)
+		}
+		for _, secret := range []string{stored, declared} {
+			for _, form := range []string{secret, base64.StdEncoding.EncodeToString([]byte(secret))} {
+				g.Expect(strings.Contains(text, form)).To(BeFalse(), "%s show a Secret value (%s)", where, form)
+			}
+		}
+	}
+}
+
+func randomHex(t *testing.T) string {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// plantSecrets creates, on the managed cluster, a root namespace holding
+// the Secret "stored" (value in key token, annotated for propagation) and a
+// child namespace under it; it returns both names.
+func plantSecrets(t *testing.T, c client.Client, value string) (string, string) {
+	t.Helper()
+	src := "secret-src-" + randomHex(t)[:6]
+	child := src + "-child"
+	managedNamespace(t, c, src, map[string]string{hierarchyv1alpha1.TypeLabel: hierarchyv1alpha1.TypeRoot})
+	managedNamespace(t, c, child, map[string]string{hierarchyv1alpha1.ParentLabel: src})
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "stored",
+			Annotations: map[string]string{hierarchyv1alpha1.PropagateAnnotation: "update"}},
+		Data: map[string][]byte{"token": []byte(value)},
+	}
+	if err := c.Create(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	return src, child
+}
+
+// secretTemplates are the policy templates of the test, by policy name.
+func secretTemplates(src, child, declared string) map[string]string {
+	other := base64.StdEncoding.EncodeToString([]byte("not-the-stored-value"))
+	enc := base64.StdEncoding.EncodeToString([]byte(declared))
+	cfg := func(name, action, ctype, extra, obj string) string {
+		return `
+apiVersion: policy.open-cluster-management.io/v1
+kind: ConfigurationPolicy
+metadata: {name: ` + name + `}
+spec:
+  remediationAction: ` + action + `
+  object-templates:
+  - complianceType: ` + ctype + extra + `
+    objectDefinition: ` + obj
+	}
+	return map[string]string{
+		"compare": cfg("secret-compare", "inform", "musthave", "",
+			`{apiVersion: v1, kind: Secret, metadata: {name: stored, namespace: `+src+`}, data: {token: `+other+`}}`),
+		"exact": cfg("secret-exact", "inform", "mustonlyhave", "\n    recordDiff: InStatus",
+			`{apiVersion: v1, kind: Secret, metadata: {name: stored, namespace: `+src+`}, data: {token: `+other+`}}`),
+		"enforce": cfg("secret-enforce", "enforce", "musthave", "",
+			`{apiVersion: v1, kind: Secret, metadata: {name: declared, namespace: `+child+`-missing}, data: {token: `+enc+`}}`),
+		"propagate": `
+apiVersion: hierarchy.canopy.io/v1alpha1
+kind: HierarchyPolicy
+metadata: {name: secret-propagate}
+spec:
+  remediationAction: enforce
+  propagation: {kinds: [{kind: Secret}]}`,
+	}
+}
+
+// eventsText returns every event's reason and message, one per line.
+func eventsText(t *testing.T, c client.Client) string {
+	t.Helper()
+	list := &corev1.EventList{}
+	if err := c.List(t.Context(), list); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range list.Items {
+		b.WriteString(e.Reason + ": " + e.Message + "\n")
+	}
+	return b.String()
+}
+
+// statusesText returns the status of every policy object, as JSON.
+func statusesText(t *testing.T, c client.Client) string {
+	t.Helper()
+	var b strings.Builder
+	for _, gvk := range []schema.GroupVersionKind{
+		policyv1.GroupVersion.WithKind("PolicyList"),
+		policyv1.GroupVersion.WithKind("ConfigurationPolicyList"),
+		hierarchyv1alpha1.GroupVersion.WithKind("HierarchyPolicyList"),
+	} {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk)
+		if err := c.List(t.Context(), list); err != nil {
+			continue // the hub serves no HierarchyPolicy
+		}
+		for _, u := range list.Items {
+			raw, _ := json.Marshal(u.Object["status"])
+			b.Write(raw)
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
