@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -45,6 +46,11 @@ type Reconciler struct {
 	// Namespace, when set, restricts the controller to the Policies of one
 	// namespace: the cluster namespace.
 	Namespace string
+	// MaxConcurrentReconciles is how many Policies are synced at once
+	// (default 4): a reconcile mostly waits on the API server and the
+	// dependency watches, so one worker makes every Policy wait for the
+	// others (make bench: dependency latency).
+	MaxConcurrentReconciles int
 
 	watcher depclient.DynamicWatcher // set by SetupWithManager; long-lived, not per request
 	// batches is held (read) during each query batch and (write) by the
@@ -53,6 +59,7 @@ type Reconciler struct {
 	// watches would outlive it.
 	batches  sync.RWMutex
 	stopping bool
+	graphs   graphCache // long-lived: each Policy's graph node, by generation
 }
 
 // SetupWithManager registers the controller and its dependency watcher
@@ -70,8 +77,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return r.Namespace == "" || o.GetNamespace() == r.Namespace
 	})
+	concurrency := r.MaxConcurrentReconciles
+	if concurrency == 0 {
+		concurrency = 4
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		// Note: a Policy's own status (written by statussync on every
 		// compliance event) changes no template; skipping it keeps the queue
 		// short at thousands of policies (make bench: dependency latency).
@@ -129,11 +141,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 		return err
 	}
 	siblings := &policyv1.PolicyList{}
-	if err := r.ManagedClient.List(ctx, siblings, client.InNamespace(policy.Namespace)); err != nil {
+	// Note: the siblings are only read (by the graph cache), so the cache's
+	// objects need no copy; at thousands of policies the copies dominated.
+	if err := r.ManagedClient.List(ctx, siblings, client.InNamespace(policy.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("listing policies in %s: %w", policy.Namespace, err)
 	}
 	kindSet := kinds.set()
-	plan := Plan(policy, Inputs{TemplateKinds: kindSet, Graph: GraphFor(policy.Namespace, kindSet, siblings.Items)})
+	plan := Plan(policy, Inputs{TemplateKinds: kindSet, Graph: r.graphs.graph(policy.Namespace, kindSet, siblings.Items)})
 	observed, err := r.observe(ctx, policy, plan)
 	if err != nil {
 		return err

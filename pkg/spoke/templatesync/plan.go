@@ -133,23 +133,7 @@ func desiredObject(policy *policyv1.Policy, def *unstructured.Unstructured) *uns
 func GraphFor(namespace string, templateKinds map[schema.GroupKind]bool, policies []policyv1.Policy) Graph {
 	nodes := make([]PolicyNode, 0, len(policies))
 	for i := range policies {
-		p := &policies[i]
-		pn := PolicyNode{Name: p.Name}
-		for _, pt := range p.Spec.PolicyTemplates {
-			obj := &unstructured.Unstructured{}
-			if err := obj.UnmarshalJSON(pt.ObjectDefinition.Raw); err != nil || obj.GetName() == "" {
-				continue
-			}
-			deps, _ := Resolve(namespace, templateKinds, p.Spec.Dependencies, pt.ExtraDependencies)
-			tn := TemplateNode{Node: Node{Kind: obj.GetKind(), Name: obj.GetName()}}
-			for _, d := range deps {
-				if d.Namespace == namespace {
-					tn.DependsOn = append(tn.DependsOn, Node{Kind: d.Kind, Name: d.Name})
-				}
-			}
-			pn.Templates = append(pn.Templates, tn)
-		}
-		nodes = append(nodes, pn)
+		nodes = append(nodes, policyNode(namespace, templateKinds, &policies[i]))
 	}
 	return BuildGraph(nodes)
 }
