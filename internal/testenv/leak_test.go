@@ -118,7 +118,10 @@ func TestNoLeakWhenOwnerKilled(t *testing.T) {
 			g.Expect(cmd.Process.Kill()).To(Succeed())
 			_ = cmd.Wait()
 			if mode == "none" {
-				g.Consistently(alive).WithTimeout(time.Second).Should(HaveLen(2), "without the guard the processes outlive their owner")
+				// Note: checked once, at once: any other test process that
+				// starts a control plane sweeps orphans too, and may legitimately
+				// kill these a moment later.
+				g.Expect(alive()).To(HaveLen(2), "without the guard the processes outlive their owner")
 			} else {
 				g.Eventually(alive).WithTimeout(10*time.Second).Should(BeEmpty(), "died with their owner")
 			}
