@@ -1,14 +1,8 @@
 package configpolicy
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,94 +10,27 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 )
 
-// suite is a managed cluster's API server with this controller running,
-// started by the first test that needs it (unit and fuzz tests run without
-// it) and stopped by TestMain.
-type suite struct {
-	cp     *testenv.ControlPlane
-	client client.Client
-	stop   func() error
-}
-
-var (
-	shared    *suite
-	sharedErr error
-	startOnce sync.Once
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if shared != nil {
-		if err := shared.stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the test environment: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// env returns the running suite. Set CANOPY_TEST_LOG=1 to see the
-// controller's log.
-func env(t *testing.T) *suite {
-	t.Helper()
-	startOnce.Do(func() { shared, sharedErr = startSuite() })
-	if sharedErr != nil {
-		t.Fatalf("starting the test environment: %v", sharedErr)
-	}
-	return shared
-}
-
-func startSuite() (*suite, error) {
-	out := io.Discard
-	if os.Getenv("CANOPY_TEST_LOG") != "" {
-		out = os.Stderr
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(out), zap.UseDevMode(true)))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cp, err := testenv.StartControlPlane(ctx, "managed")
-	if err != nil {
-		return nil, err
-	}
-	mgr, err := ctrl.NewManager(cp.Config, manager.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err == nil {
+// shared is a managed cluster's API server with this controller running.
+var shared = &testenv.Shared{Name: "managed", Start: func(cfg *rest.Config) (func() error, error) {
+	return testenv.StartManager(cfg, func(mgr ctrl.Manager) error {
 		recorder := compliance.NewRecorder(mgr.GetClient(), mgr.GetAPIReader(),
 			compliance.EventSource{Component: "canopy-agent", Instance: "test"})
-		err = (&Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: recorder}).
+		return (&Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: recorder}).
 			SetupWithManager(mgr)
-	}
-	if err != nil {
-		return nil, errors.Join(err, cp.Stop())
-	}
-	mgrCtx, stopMgr := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mgrCtx) }()
-	stop := func() error {
-		stopMgr()
-		return errors.Join(<-done, cp.Stop())
-	}
-	return &suite{cp: cp, client: cp.Client, stop: stop}, nil
-}
+	})
+}}
+
+func TestMain(m *testing.M) { shared.Main(m) }
 
 // fixture is one test's namespace, parent Policy and helpers.
 type fixture struct {
@@ -116,8 +43,8 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Parallel()
-	s := env(t)
-	f := &fixture{t: t, g: NewWithT(t), c: s.client, ns: testenv.Namespace(t, s.client)}
+	c := shared.Get(t).Client
+	f := &fixture{t: t, g: NewWithT(t), c: c, ns: testenv.Namespace(t, c)}
 	f.parent = &policyv1.Policy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "parent"},
 		Spec:       policyv1.PolicySpec{PolicyTemplates: []policyv1.PolicyTemplate{}},

@@ -165,7 +165,7 @@ func TestSubNamespaceLifecycle(t *testing.T) {
 // It runs its own API server, since it stops its agent.
 func TestOrphanCleanupAfterRestart(t *testing.T) {
 	t.Parallel()
-	env(t) // the logger
+	shared.Get(t) // the logger
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	cp, err := testenv.StartControlPlane(ctx, "restart")

@@ -1,14 +1,8 @@
 package syncer
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,103 +13,29 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 )
 
-// suite is a managed cluster's API server with this controller running,
-// started by the first test that needs it (unit and fuzz tests run without
-// it) and stopped by TestMain.
-type suite struct {
-	cp     *testenv.ControlPlane
-	client client.Client
-	stop   func() error
-}
+// shared is a managed cluster's API server with the syncer running.
+var shared = &testenv.Shared{Name: "managed", Start: startAgent}
 
-var (
-	shared    *suite
-	sharedErr error
-	startOnce sync.Once
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if shared != nil {
-		if err := shared.stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the test environment: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// env returns the running suite. Set CANOPY_TEST_LOG=1 to see the
-// controller's log.
-func env(t *testing.T) *suite {
-	t.Helper()
-	startOnce.Do(func() { shared, sharedErr = startSuite() })
-	if sharedErr != nil {
-		t.Fatalf("starting the test environment: %v", sharedErr)
-	}
-	return shared
-}
-
-func startSuite() (*suite, error) {
-	out := io.Discard
-	if os.Getenv("CANOPY_TEST_LOG") != "" {
-		out = os.Stderr
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(out), zap.UseDevMode(true)))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cp, err := testenv.StartControlPlane(ctx, "managed")
-	if err != nil {
-		return nil, err
-	}
-	stopAgent, err := startAgent(cp.Config)
-	if err != nil {
-		return nil, errors.Join(err, cp.Stop())
-	}
-	stop := func() error { return errors.Join(stopAgent(), cp.Stop()) }
-	return &suite{cp: cp, client: cp.Client, stop: stop}, nil
-}
+func TestMain(m *testing.M) { shared.Main(m) }
 
 // startAgent runs the syncer, as the agent does, on the API server of cfg
 // until stop is called.
 func startAgent(cfg *rest.Config) (stop func() error, _ error) {
-	mgr, err := ctrl.NewManager(cfg, manager.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	return testenv.StartManager(cfg, func(mgr ctrl.Manager) error {
+		recorder := compliance.NewRecorder(mgr.GetClient(), mgr.GetAPIReader(),
+			compliance.EventSource{Component: "canopy-agent", Instance: "test"})
+		return (&Reconciler{ManagedClient: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr)
 	})
-	if err != nil {
-		return nil, err
-	}
-	recorder := compliance.NewRecorder(mgr.GetClient(), mgr.GetAPIReader(),
-		compliance.EventSource{Component: "canopy-agent", Instance: "test"})
-	if err := (&Reconciler{ManagedClient: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	mgrCtx, stopMgr := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mgrCtx) }()
-	return func() error {
-		stopMgr()
-		return <-done
-	}, nil
 }
 
 // fixture is one test's namespace (for its HierarchyPolicies and their
@@ -132,7 +52,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Parallel()
-	return fixtureOn(t, env(t).client)
+	return fixtureOn(t, shared.Get(t).Client)
 }
 
 // fixtureOn returns a fixture on the API server of c.
