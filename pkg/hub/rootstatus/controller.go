@@ -109,6 +109,9 @@ func (r *Reconciler) replicaCompliance(ctx context.Context, root *policyv1.Polic
 		replica := &policyv1.Policy{}
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: c, Name: name}, replica)
 		switch {
+		case err == nil && replica.Labels[policyv1.RootPolicyLabel] != name:
+			// Note: a Policy that is not this root's replica holds the
+			// name (the propagator says so on the root); its status is not ours.
 		case err == nil:
 			out[c] = replica.Status.ComplianceState
 		case !apierrors.IsNotFound(err):

@@ -1,6 +1,7 @@
 package rootstatus_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -112,6 +113,27 @@ func TestRootStatusFollowsReplicas(t *testing.T) {
 
 	setPlacement(t, root, "")
 	g.Eventually(rootStatus(t, root)).Should(HaveField("Status", BeEmpty()))
+}
+
+// TestSquatterIgnored checks that a Policy holding a replica's name without
+// being that root's replica (here, it names another root) never lends the
+// root its status.
+func TestSquatterIgnored(t *testing.T) {
+	ns := testenv.Namespace(t, env.Hub.Client)
+	root := createRoot(t, ns, "pol", "", "cluster-a", "cluster-b")
+	squatter := &policyv1.Policy{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + ".pol", Namespace: "cluster-a",
+			Labels: map[string]string{policyv1.RootPolicyLabel: ns + ".other"}},
+		Spec:       policyv1.PolicySpec{PolicyTemplates: []policyv1.PolicyTemplate{}},
+	}
+	g := NewWithT(t)
+	g.Expect(env.Hub.Client.Create(t.Context(), squatter)).To(Succeed())
+	t.Cleanup(func() { _ = env.Hub.Client.Delete(context.Background(), squatter) })
+	report(t, env.Hub.Client, squatter, policyv1.NonCompliant)
+	report(t, agents["cluster-b"], createReplica(t, root, "cluster-b"), policyv1.Compliant)
+	g.Eventually(rootStatus(t, root)).Should(And( // cluster-a has no replica yet: unknown
+		HaveField("Status", []policyv1.CompliancePerClusterStatus{entry("cluster-a", ""), entry("cluster-b", policyv1.Compliant)}),
+		HaveField("ComplianceState", policyv1.ComplianceState(""))))
 }
 
 // TestReplicaBurstCoalesced checks that a burst of replica status updates

@@ -177,7 +177,7 @@ func (r *Reconciler) evaluate(ctx context.Context, policy *hierarchyv1alpha1.Hie
 		errs = append(errs, err)
 	}
 	treeOwned, generatedOwned := partition(owned)
-	outcomes := []outcome{r.syncCluster(ctx, t, clusterDesired, treeOwned[""], enforce)}
+	outcomes := []outcome{r.checkPropagationKinds(policy), r.syncCluster(ctx, t, clusterDesired, treeOwned[""], enforce)}
 	for _, ns := range scopes(t, treeOwned) {
 		outcomes = append(outcomes, r.syncNamespace(ctx, t, ns, treeOwned[ns], enforce))
 	}
@@ -192,6 +192,24 @@ func (r *Reconciler) evaluate(ctx context.Context, policy *hierarchyv1alpha1.Hie
 		}
 	}
 	return outcomes, errs
+}
+
+// checkPropagationKinds reports, as a failed read, each kind of the
+// policy's live propagation that the cluster does not serve: such a kind is
+// never copied, and the user must see why. The failure retries with
+// backoff, so a kind served later is picked up.
+func (r *Reconciler) checkPropagationKinds(policy *hierarchyv1alpha1.HierarchyPolicy) outcome {
+	o := outcome{failed: map[int]error{}}
+	if policy.Spec.Propagation == nil {
+		return o
+	}
+	for i, k := range policy.Spec.Propagation.Kinds {
+		gk := schema.GroupKind{Group: k.Group, Kind: k.Kind}
+		if _, err := r.mapper.RESTMapping(gk); err != nil {
+			o.failed[-1-i] = fmt.Errorf("propagation kind %s: %w", gk, err)
+		}
+	}
+	return o
 }
 
 // partition separates, among the objects a policy applied, those of its

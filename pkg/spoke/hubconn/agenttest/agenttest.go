@@ -5,9 +5,11 @@
 package agenttest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"runtime/pprof"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -94,16 +96,23 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	return a, nil
 }
 
-// Stop stops the agent and waits for it.
+// Stop stops the agent and waits for it. When a part of the agent does
+// not stop, the error carries every goroutine's stack, to find which.
 func (a *Agent) Stop() error {
 	a.cancel()
 	select {
 	case err := <-a.done:
-		if errors.Is(err, context.Canceled) {
+		if err == nil || errors.Is(err, context.Canceled) {
 			return nil
 		}
-		return err
+		return fmt.Errorf("%w\n%s", err, stacks())
 	case <-time.After(time.Minute):
-		return errors.New("the agent did not stop within a minute")
+		return fmt.Errorf("the agent did not stop within a minute\n%s", stacks())
 	}
+}
+
+func stacks() string {
+	var b bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	return b.String()
 }
