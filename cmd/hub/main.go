@@ -108,7 +108,7 @@ func run(ctx context.Context, opts options) error {
 		LeaderElectionReleaseOnCancel: true,
 	}
 	opts.serving.Apply(&mgrOpts)
-	mgr, err := ctrl.NewManager(cfg, mgrOpts)
+	mgr, err := cmdutil.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}

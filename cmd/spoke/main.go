@@ -129,7 +129,7 @@ func run(ctx context.Context, opts options) error {
 		&corev1.Event{}: {Namespaces: map[string]cache.Config{opts.clusterName: {}}},
 	}}}
 	opts.serving.Apply(&mgrOpts)
-	mgr, err := ctrl.NewManager(managedCfg, mgrOpts)
+	mgr, err := cmdutil.NewManager(managedCfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}

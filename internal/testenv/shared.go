@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/scheme"
 )
 
@@ -87,7 +88,7 @@ func (s *Shared) Main(m *testing.M) {
 // returned stop is called. It serves no metrics or probes, and allows the
 // same controller names again (tests start several managers per process).
 func StartManager(cfg *rest.Config, setup func(ctrl.Manager) error) (stop func() error, _ error) {
-	mgr, err := ctrl.NewManager(cfg, manager.Options{
+	mgr, err := cmdutil.NewManager(cfg, manager.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

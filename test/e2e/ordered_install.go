@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/compliance"
@@ -191,7 +192,7 @@ func ExamplePath(elem ...string) string {
 // spec ends.
 func startHub(cfg *rest.Config) {
 	GinkgoHelper()
-	mgr, err := ctrl.NewManager(cfg, manager.Options{
+	mgr, err := cmdutil.NewManager(cfg, manager.Options{
 		Scheme:     scheme.New(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},

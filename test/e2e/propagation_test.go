@@ -22,6 +22,7 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
 	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
@@ -148,7 +149,7 @@ func PropagationSpec(inputGetter func() PropagationSpecInput) {
 // test process, wired as cmd/hub wires them.
 func propHubControllers(cfg *rest.Config) func(ctx context.Context) (func(), error) {
 	return func(ctx context.Context) (func(), error) {
-		mgr, err := ctrl.NewManager(cfg, manager.Options{
+		mgr, err := cmdutil.NewManager(cfg, manager.Options{
 			Scheme: scheme.New(),
 			Cache: cache.Options{
 				DefaultTransform: cache.TransformStripManagedFields(),

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
@@ -25,7 +26,7 @@ import (
 // against cfg until the test ends.
 func StartHub(t testing.TB, cfg *rest.Config) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(cfg, manager.Options{
+	mgr, err := cmdutil.NewManager(cfg, manager.Options{
 		Scheme:     scheme.New(),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},

@@ -43,7 +43,7 @@ func startHub(t *testing.T) (client.Client, string) {
 	g.Expect(err).NotTo(HaveOccurred())
 	cfg, err := cmdutil.RESTConfig(kubeconfig)
 	g.Expect(err).NotTo(HaveOccurred())
-	mgr, err := ctrl.NewManager(cfg, manager.Options{
+	mgr, err := cmdutil.NewManager(cfg, manager.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

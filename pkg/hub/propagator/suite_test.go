@@ -29,6 +29,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
@@ -130,7 +131,7 @@ func (h *testHub) Start() error {
 	if h.cancel != nil {
 		return errors.New("the hub controllers are already running")
 	}
-	mgr, err := ctrl.NewManager(h.cfg, manager.Options{
+	mgr, err := cmdutil.NewManager(h.cfg, manager.Options{
 		Scheme: scheme.New(),
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),

@@ -124,7 +124,7 @@ func TestSquatterIgnored(t *testing.T) {
 	squatter := &policyv1.Policy{
 		ObjectMeta: metav1.ObjectMeta{Name: ns + ".pol", Namespace: "cluster-a",
 			Labels: map[string]string{policyv1.RootPolicyLabel: ns + ".other"}},
-		Spec:       policyv1.PolicySpec{PolicyTemplates: []policyv1.PolicyTemplate{}},
+		Spec: policyv1.PolicySpec{PolicyTemplates: []policyv1.PolicyTemplate{}},
 	}
 	g := NewWithT(t)
 	g.Expect(env.Hub.Client.Create(t.Context(), squatter)).To(Succeed())

@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
@@ -94,7 +95,7 @@ func startControllers(ctx context.Context) (<-chan error, error) {
 			return rt.RoundTrip(req)
 		})
 	}
-	mgr, err := ctrl.NewManager(cfg, manager.Options{
+	mgr, err := cmdutil.NewManager(cfg, manager.Options{
 		Scheme: scheme.New(),
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/spoke/hubconn"
@@ -64,7 +65,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	if !opts.ClusterWideCache {
 		mopts.Cache.DefaultNamespaces = map[string]cache.Config{opts.ClusterNamespace: {}}
 	}
-	mgr, err := ctrl.NewManager(opts.ManagedConfig, mopts)
+	mgr, err := cmdutil.NewManager(opts.ManagedConfig, mopts)
 	if err != nil {
 		return nil, err
 	}
