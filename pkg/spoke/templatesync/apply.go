@@ -24,47 +24,84 @@ var strict = client.FieldValidation("Strict")
 // observe reads every dependency of plan through the dependency watcher,
 // which (re)starts watches on them and on the template objects, and stops
 // the watches this Policy no longer needs.
-func (r *Reconciler) observe(ctx context.Context, policy *policyv1.Policy, plan []Template) (_ map[Key]Observation, retErr error) {
+func (r *Reconciler) observe(ctx context.Context, policy *policyv1.Policy, plan []Template) (_ observation, retErr error) {
 	id := watcherID(client.ObjectKeyFromObject(policy))
 	r.batches.RLock()
 	defer r.batches.RUnlock()
 	if r.stopping {
-		return nil, context.Canceled
+		return observation{}, context.Canceled
 	}
 	if err := r.watcher.StartQueryBatch(id); err != nil {
-		return nil, fmt.Errorf("starting the watch batch of policy %s: %w", klog.KObj(policy), err)
+		return observation{}, fmt.Errorf("starting the watch batch of policy %s: %w", klog.KObj(policy), err)
 	}
 	defer func() {
 		if err := r.watcher.EndQueryBatch(id); err != nil {
 			retErr = errors.Join(retErr, fmt.Errorf("ending the watch batch of policy %s: %w", klog.KObj(policy), err))
 		}
 	}()
-	observed := map[Key]Observation{}
+	observed := observation{deps: map[Key]Observation{}, templates: map[string]*unstructured.Unstructured{}}
 	for _, t := range plan {
 		if t.Object == nil {
 			continue
 		}
 		for _, d := range t.Deps {
-			if _, done := observed[d.Key]; done {
+			if _, done := observed.deps[d.Key]; done {
 				continue
 			}
-			o, err := r.observeOne(id, d.Key)
+			o, err := r.observeOne(ctx, id, d.Key)
 			if err != nil {
-				return nil, fmt.Errorf("reading dependency %s: %w", d.Key, err)
+				return observation{}, fmt.Errorf("reading dependency %s: %w", d.Key, err)
 			}
-			observed[d.Key] = o
+			observed.deps[d.Key] = o
 		}
 		// Watch the template too, so that one deleted or changed by hand is put back.
-		if _, err := r.watcher.Get(id, t.Object.GroupVersionKind(), t.Object.GetNamespace(), t.Object.GetName()); err != nil {
+		obj, err := r.readTemplate(ctx, id, t.Object)
+		if err != nil {
 			ctrl.LoggerFrom(ctx).V(4).Info("Not watching template", "template", t.Name, "error", err.Error())
+			continue
 		}
+		observed.templates[templateKey(t.Object)] = obj
 	}
 	return observed, nil
 }
 
-func (r *Reconciler) observeOne(id depclient.ObjectIdentifier, k Key) (Observation, error) {
+// observation is what observe read through the dependency watcher.
+type observation struct {
+	// deps are the dependencies' states.
+	deps map[Key]Observation
+	// templates are the template objects as the watcher's cache holds
+	// them, by templateKey: nil when absent. A template the watcher could
+	// not read has no entry.
+	templates map[string]*unstructured.Unstructured
+}
+
+// cachedTemplate returns the watcher's copy of desired's object, nil when
+// it does not exist, and whether the watcher read it at all.
+func (o observation) cachedTemplate(desired *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
+	obj, read := o.templates[templateKey(desired)]
+	return obj, read
+}
+
+func templateKey(u *unstructured.Unstructured) string {
+	return u.GroupVersionKind().GroupKind().String() + "/" + u.GetNamespace() + "/" + u.GetName()
+}
+
+// readTemplate reads the template object of desired: from the
+// informers for a local kind, through (and so watched by) the dependency
+// watcher otherwise. It is nil when the object does not exist.
+func (r *Reconciler) readTemplate(ctx context.Context, id depclient.ObjectIdentifier, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if k := keyOf(desired); r.local(k) {
+		return r.readLocal(ctx, k)
+	}
+	return r.watcher.Get(id, desired.GroupVersionKind(), desired.GetNamespace(), desired.GetName())
+}
+
+func (r *Reconciler) observeOne(ctx context.Context, id depclient.ObjectIdentifier, k Key) (Observation, error) {
 	if k.Version == "" || k.Kind == "" || k.Name == "" {
 		return Observation{Unmapped: true}, nil
+	}
+	if r.local(k) {
+		return r.observeLocal(ctx, k)
 	}
 	obj, err := r.watcher.Get(id, k.GroupVersionKind(), k.Namespace, k.Name)
 	if errors.Is(err, depclient.ErrNoVersionedResource) {
@@ -80,20 +117,33 @@ func (r *Reconciler) observeOne(id depclient.ObjectIdentifier, k Key) (Observati
 	return Observation{Found: true, Compliance: policyv1.ComplianceState(state)}, nil
 }
 
-// write creates or updates the template object desired.
-func (r *Reconciler) write(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured) error {
-	existing := unstructuredFor(desired.GroupVersionKind())
-	err := r.ManagedClient.Get(ctx, client.ObjectKeyFromObject(desired), existing)
-	if apierrors.IsNotFound(err) {
+// write creates or updates the template object desired. It starts from
+// the dependency watcher's copy of the object when there is one (which
+// spares an API read per template and reconcile; a stale copy ends in a
+// conflict or AlreadyExists, retried), and reads the API server otherwise.
+func (r *Reconciler) write(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured, observed observation) error {
+	cached, read := observed.cachedTemplate(desired)
+	var existing *unstructured.Unstructured
+	switch {
+	case read && cached != nil:
+		existing = cached.DeepCopy() // the watcher's cache is shared
+	case !read:
+		existing = unstructuredFor(desired.GroupVersionKind())
+		err := r.ManagedClient.Get(ctx, client.ObjectKeyFromObject(desired), existing)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("getting %s %s: %w", desired.GetKind(), desired.GetName(), err)
+		}
+		if err != nil {
+			existing = nil
+		}
+	}
+	if existing == nil {
 		obj := desired.DeepCopy()
 		if err := r.ManagedClient.Create(ctx, obj, strict); err != nil {
 			return r.refused(ctx, policy, desired, "creating", err)
 		}
 		ctrl.LoggerFrom(ctx).Info("Created template", "policy", klog.KObj(policy), "kind", desired.GetKind(), "template", desired.GetName())
 		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("getting %s %s: %w", desired.GetKind(), desired.GetName(), err)
 	}
 	if owner := existing.GetLabels()[policyv1.PolicyLabel]; owner != policy.Name {
 		return r.record(ctx, policy, desired.GetName(), policyv1.NonCompliant, conflictMessage(desired, owner))

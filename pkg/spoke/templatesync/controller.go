@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
@@ -53,6 +55,7 @@ type Reconciler struct {
 	MaxConcurrentReconciles int
 
 	watcher depclient.DynamicWatcher // set by SetupWithManager; long-lived, not per request
+	cache   client.Reader            // the manager's informers (local.go)
 	// batches is held (read) during each query batch and (write) by the
 	// watcher's shutdown, which must not race an open batch: the watcher
 	// cannot remove the watches of a watcher whose batch is open, and such
@@ -60,6 +63,7 @@ type Reconciler struct {
 	batches  sync.RWMutex
 	stopping bool
 	graphs   graphCache // long-lived: each Policy's graph node, by generation
+	pruned   sync.Map   // types.NamespacedName → prunedFor
 }
 
 // SetupWithManager registers the controller and its dependency watcher
@@ -73,6 +77,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.watcher = w
 	if err := mgr.Add(manager.RunnableFunc(r.runWatcher)); err != nil {
 		return fmt.Errorf("adding the dependency watcher: %w", err)
+	}
+	r.cache = mgr.GetCache()
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &policyv1.Policy{}, dependsOnIndex, dependsOn); err != nil {
+		return fmt.Errorf("indexing policies by dependency: %w", err)
 	}
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return r.Namespace == "" || o.GetNamespace() == r.Namespace
@@ -92,6 +100,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A new template kind, or a kind a dependency names, can appear at any time.
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies)).
 		WatchesRawSource(src).
+		Watches(&policyv1.Policy{}, r.dependencyEvents("Policy", false)).
+		Watches(unstructuredFor(configurationPolicyGVK), r.dependencyEvents(configurationPolicyGVK.Kind, true)).
 		Complete(r)
 }
 
@@ -158,10 +168,34 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 			errs = append(errs, fmt.Errorf("template %s: %w", t.Name, err))
 		}
 	}
-	if err := r.prune(ctx, policy, plan, kinds); err != nil {
+	if err := r.pruneOnce(ctx, policy, plan, kinds); err != nil {
 		errs = append(errs, err)
 	}
 	return kerrors.NewAggregate(errs)
+}
+
+// pruneOnce prunes policy's stale templates once per spec and set of
+// template kinds: a template becomes stale only when either changes, and
+// each prune lists every template kind from the API server.
+func (r *Reconciler) pruneOnce(ctx context.Context, policy *policyv1.Policy, plan []Template, kinds templateKinds) error {
+	key := client.ObjectKeyFromObject(policy)
+	done := prunedFor{uid: policy.UID, generation: policy.Generation, kinds: kinds.String()}
+	if last, ok := r.pruned.Load(key); ok && last == done {
+		return nil
+	}
+	if err := r.prune(ctx, policy, plan, kinds); err != nil {
+		return err
+	}
+	r.pruned.Store(key, done)
+	return nil
+}
+
+// prunedFor says which spec of a Policy, with which template kinds, its
+// stale templates were last pruned for.
+type prunedFor struct {
+	uid        types.UID
+	generation int64
+	kinds      string
 }
 
 // reconcileDelete stops watching for a Policy that is gone and deletes its
@@ -178,11 +212,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, key types.NamespacedNa
 	}
 	gone := &policyv1.Policy{}
 	gone.Namespace, gone.Name = key.Namespace, key.Name
+	r.pruned.Delete(key)
 	return r.prune(ctx, gone, nil, kinds)
 }
 
 // apply carries out the plan of one template.
-func (r *Reconciler) apply(ctx context.Context, policy *policyv1.Policy, t Template, observed map[Key]Observation) error {
+func (r *Reconciler) apply(ctx context.Context, policy *policyv1.Policy, t Template, observed observation) error {
 	switch {
 	case t.Problem != "":
 		return r.record(ctx, policy, t.Name, policyv1.NonCompliant, t.Problem)
@@ -192,7 +227,7 @@ func (r *Reconciler) apply(ctx context.Context, policy *policyv1.Policy, t Templ
 		}
 		return r.record(ctx, policy, t.Name, policyv1.NonCompliant, t.Cycle)
 	}
-	if unmet := Evaluate(t.Deps, observed); len(unmet) > 0 {
+	if unmet := Evaluate(t.Deps, observed.deps); len(unmet) > 0 {
 		if err := r.deleteTemplate(ctx, policy, t.Object); err != nil {
 			return err
 		}
@@ -202,7 +237,7 @@ func (r *Reconciler) apply(ctx context.Context, policy *policyv1.Policy, t Templ
 		}
 		return r.record(ctx, policy, t.Name, state, PendingMessage(unmet, t.IgnorePending))
 	}
-	return r.write(ctx, policy, t.Object)
+	return r.write(ctx, policy, t.Object, observed)
 }
 
 func (r *Reconciler) record(ctx context.Context, policy *policyv1.Policy, template string, state policyv1.ComplianceState, msg string) error {
@@ -242,6 +277,16 @@ func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []ctrl.Re
 
 // templateKinds maps each policy template kind to the version to list it at.
 type templateKinds map[schema.GroupKind]string
+
+// String lists the kinds and versions in order.
+func (k templateKinds) String() string {
+	parts := make([]string, 0, len(k))
+	for gk, v := range k {
+		parts = append(parts, gk.WithVersion(v).String())
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
 
 func (k templateKinds) set() map[schema.GroupKind]bool {
 	out := make(map[schema.GroupKind]bool, len(k))

@@ -13,9 +13,12 @@
 //
 // It is the only writer of policy template objects and writes no status: it
 // reports through compliance events (pkg/compliance), which statussync turns
-// into Policy status. Dependencies and the templates themselves are watched
-// with github.com/stolostron/kubernetes-dependency-watches, so a change of a
-// dependency re-evaluates its dependants at once, without polling.
+// into Policy status. Dependencies and the templates themselves are watched,
+// so a change of a dependency re-evaluates its dependants at once, without
+// polling: the cluster namespace's Policies and ConfigurationPolicies
+// through the manager's informers and an index of Policies by what they
+// depend on (local.go), any other kind with
+// github.com/stolostron/kubernetes-dependency-watches.
 //
 // The pure cores are Resolve and Evaluate (dependencies), BuildGraph and
 // Graph.CycleMessage (cycles), PendingMessage and Plan.
