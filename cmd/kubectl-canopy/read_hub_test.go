@@ -104,7 +104,7 @@ func verdicts(graph templatesync.Graph, replica *policyv1.Policy, pt policyv1.Po
 }
 
 // waitForRootStatus waits until rootstatus has computed every root's and
-// the PolicySet's status from the replicas.
+// the PolicySet's status from the replicas, every cluster's included.
 func waitForRootStatus(t *testing.T, hub client.Client) {
 	t.Helper()
 	want := map[string]policyv1.ComplianceState{
@@ -118,6 +118,8 @@ func waitForRootStatus(t *testing.T, hub client.Client) {
 			g.Expect(hub.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, p)).To(Succeed())
 			g.Expect(p.Status.ComplianceState).To(Equal(state), key)
 			g.Expect(p.Status.Status).To(HaveLen(len(readClusters)), key)
+			// Note: a NonCompliant root can show before its last cluster does.
+			g.Expect(p.Status.Status).To(HaveEach(HaveField("ComplianceState", Not(BeEmpty()))), key)
 		}
 		set := &policyv1beta1.PolicySet{}
 		g.Expect(hub.Get(t.Context(), client.ObjectKey{Namespace: "policies", Name: "baseline"}, set)).To(Succeed())
