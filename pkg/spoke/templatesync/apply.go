@@ -21,9 +21,10 @@ import (
 // a typo in a template is reported instead of silently dropped.
 var strict = client.FieldValidation("Strict")
 
-// observe reads every dependency of plan through the dependency watcher,
-// which (re)starts watches on them and on the template objects, and stops
-// the watches this Policy no longer needs.
+// observe reads every dependency and template object of plan: those of
+// local kinds from the informers (local.go), the others through the
+// dependency watcher, which (re)starts watches on them and stops the
+// watches this Policy no longer needs.
 func (r *Reconciler) observe(ctx context.Context, policy *policyv1.Policy, plan []Template) (_ observation, retErr error) {
 	id := watcherID(client.ObjectKeyFromObject(policy))
 	r.batches.RLock()
@@ -65,18 +66,18 @@ func (r *Reconciler) observe(ctx context.Context, policy *policyv1.Policy, plan 
 	return observed, nil
 }
 
-// observation is what observe read through the dependency watcher.
+// observation is what observe read.
 type observation struct {
 	// deps are the dependencies' states.
 	deps map[Key]Observation
-	// templates are the template objects as the watcher's cache holds
-	// them, by templateKey: nil when absent. A template the watcher could
-	// not read has no entry.
+	// templates are the template objects as the informers or the
+	// watcher's cache hold them, by templateKey: nil when absent. A
+	// template that could not be read has no entry.
 	templates map[string]*unstructured.Unstructured
 }
 
-// cachedTemplate returns the watcher's copy of desired's object, nil when
-// it does not exist, and whether the watcher read it at all.
+// cachedTemplate returns the cached copy of desired's object, nil when it
+// does not exist, and whether it was read at all.
 func (o observation) cachedTemplate(desired *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
 	obj, read := o.templates[templateKey(desired)]
 	return obj, read
@@ -118,15 +119,15 @@ func (r *Reconciler) observeOne(ctx context.Context, id depclient.ObjectIdentifi
 }
 
 // write creates or updates the template object desired. It starts from
-// the dependency watcher's copy of the object when there is one (which
-// spares an API read per template and reconcile; a stale copy ends in a
-// conflict or AlreadyExists, retried), and reads the API server otherwise.
+// the cached copy of the object when there is one (which spares an API read
+// per template and reconcile; a stale copy ends in a conflict or
+// AlreadyExists, retried), and reads the API server otherwise.
 func (r *Reconciler) write(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured, observed observation) error {
 	cached, read := observed.cachedTemplate(desired)
 	var existing *unstructured.Unstructured
 	switch {
 	case read && cached != nil:
-		existing = cached.DeepCopy() // the watcher's cache is shared
+		existing = cached.DeepCopy() // the dependency watcher's cache is shared
 	case !read:
 		existing = unstructuredFor(desired.GroupVersionKind())
 		err := r.ManagedClient.Get(ctx, client.ObjectKeyFromObject(desired), existing)
