@@ -160,9 +160,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *hierarchyv1alp
 	return ctrl.Result{}, nil
 }
 
-// evaluate plans, and under enforce applies, everything the policy
-// declares: its cluster-scoped objects, each namespace of its tree (and
-// those where it applied objects earlier), and its generators.
+// evaluate is syncAll with what only a reconcile adds: watches on the
+// declared kinds and the check of the live-propagation kinds.
 func (r *Reconciler) evaluate(ctx context.Context, policy *hierarchyv1alpha1.HierarchyPolicy, t *tree) ([]outcome, []error) {
 	enforce := policy.Spec.RemediationAction.IsEnforce()
 	clusterDesired, problems := t.clusterObjects(policy.Spec.ClusterResources)
@@ -171,27 +170,42 @@ func (r *Reconciler) evaluate(ctx context.Context, policy *hierarchyv1alpha1.Hie
 	if err := r.watchKinds(ctx, policy, clusterDesired); err != nil {
 		errs = append(errs, err)
 	}
-	owned, err := r.owned(ctx, t)
-	if err != nil {
-		// Note: what could not be listed cannot be deleted; the error retries.
-		errs = append(errs, err)
-	}
-	treeOwned, generatedOwned := partition(owned)
-	outcomes := []outcome{r.checkPropagationKinds(policy), r.syncCluster(ctx, t, clusterDesired, treeOwned[""], enforce)}
-	for _, ns := range scopes(t, treeOwned) {
-		outcomes = append(outcomes, r.syncNamespace(ctx, t, ns, treeOwned[ns], enforce))
-	}
-	generated, err := r.syncGenerators(ctx, policy, t, generatedOwned, "", enforce)
+	outcomes, err := r.syncAll(ctx, policy, t, clusterDesired, enforce)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	outcomes = append(outcomes, generated...)
+	outcomes = append([]outcome{r.checkPropagationKinds(policy)}, outcomes...)
 	for _, o := range outcomes {
 		for _, err := range o.failed {
 			errs = append(errs, fmt.Errorf("namespace %q: %w", o.namespace, err))
 		}
 	}
 	return outcomes, errs
+}
+
+// syncAll plans, and under enforce applies, what policy declares: its
+// cluster-scoped objects clusterDesired, each namespace of t (and those
+// where it applied objects earlier), and its generators. The error is the
+// reads that failed; the outcomes hold the writes that failed. Reconcile
+// and DryRun both plan with it.
+func (r *Reconciler) syncAll(ctx context.Context, policy *hierarchyv1alpha1.HierarchyPolicy, t *tree,
+	clusterDesired []*unstructured.Unstructured, enforce bool) ([]outcome, error) {
+	var errs []error
+	owned, err := r.owned(ctx, t)
+	if err != nil {
+		// Note: what could not be listed cannot be deleted; the error retries.
+		errs = append(errs, fmt.Errorf("finding the objects %s applied: %w", policy.Name, err))
+	}
+	treeOwned, generatedOwned := partition(owned)
+	outcomes := []outcome{r.syncCluster(ctx, t, clusterDesired, treeOwned[""], enforce)}
+	for _, ns := range scopes(t, treeOwned) {
+		outcomes = append(outcomes, r.syncNamespace(ctx, t, ns, treeOwned[ns], enforce))
+	}
+	generated, err := r.syncGenerators(ctx, policy, t, generatedOwned, "", enforce)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("planning the generators of %s: %w", policy.Name, err))
+	}
+	return append(outcomes, generated...), errors.Join(errs...)
 }
 
 // checkPropagationKinds reports, as a failed read, each kind of the

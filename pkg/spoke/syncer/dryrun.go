@@ -56,20 +56,10 @@ func DryRun(ctx context.Context, cfg *rest.Config, c client.Client, p *hierarchy
 	t := newTree(p)
 	clusterDesired, problems := t.clusterObjects(p.Spec.ClusterResources)
 	t.problems = append(t.problems, problems...)
-	owned, err := r.owned(ctx, t)
+	outcomes, err := r.syncAll(ctx, p, t, clusterDesired, false)
 	if err != nil {
-		return DryRunResult{}, fmt.Errorf("finding the objects %s applied: %w", p.Name, err)
+		return DryRunResult{}, err
 	}
-	treeOwned, generatedOwned := partition(owned)
-	outcomes := []outcome{r.syncCluster(ctx, t, clusterDesired, treeOwned[""], false)}
-	for _, ns := range scopes(t, treeOwned) {
-		outcomes = append(outcomes, r.syncNamespace(ctx, t, ns, treeOwned[ns], false))
-	}
-	generated, err := r.syncGenerators(ctx, p, t, generatedOwned, "", false)
-	if err != nil {
-		return DryRunResult{}, fmt.Errorf("planning the generators of %s: %w", p.Name, err)
-	}
-	outcomes = append(outcomes, generated...)
 	res := DryRunResult{Problems: t.problems}
 	var errs []error
 	for _, o := range outcomes {
