@@ -1,6 +1,7 @@
 package v1
 
 import (
+	"encoding/json"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,6 +103,20 @@ type PolicyTemplate struct {
 	//
 	// +optional
 	IgnorePending bool `json:"ignorePending,omitempty"`
+}
+
+// KindAndName reads the kind and metadata.name of the template's object
+// definition, without decoding the rest. A field of another type than
+// string reads as empty; both are empty when the definition is not JSON.
+func (t PolicyTemplate) KindAndName() (kind, name string) {
+	var obj struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	_ = json.Unmarshal(t.ObjectDefinition.Raw, &obj) // Note: a type error leaves the other field decoded
+	return obj.Kind, obj.Metadata.Name
 }
 
 // HubTemplateOptions changes how hub templates of the policy are resolved.

@@ -14,7 +14,6 @@ import (
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
 	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/compliance"
-	"github.com/canopy-policy/canopy/pkg/report"
 	"github.com/canopy-policy/canopy/pkg/spoke/statussync"
 	"github.com/canopy-policy/canopy/pkg/spoke/templatesync"
 )
@@ -55,7 +54,7 @@ func reportCompliance(t *testing.T, agent client.Client, cluster string) {
 		var events []corev1.Event
 		var templates []string
 		for _, pt := range replica.Spec.PolicyTemplates {
-			kind, name := report.TemplateKindName(pt)
+			kind, name := pt.KindAndName()
 			templates = append(templates, name)
 			for _, c := range verdicts(graph, replica, pt, templatesync.Node{Kind: kind, Name: name}, observed, cluster) {
 				c.Template.Namespace, c.Template.Name = cluster, name

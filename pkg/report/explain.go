@@ -2,7 +2,6 @@ package report
 
 import (
 	"cmp"
-	"encoding/json"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -182,7 +181,7 @@ func explainTemplates(spec *policyv1.PolicySpec, details []policyv1.DetailsPerTe
 	out := []TemplateExplanation{}
 	seen := map[string]bool{}
 	for _, t := range spec.PolicyTemplates {
-		kind, name := TemplateKindName(t)
+		kind, name := t.KindAndName()
 		seen[name] = true
 		te := TemplateExplanation{Kind: kind, Name: name}
 		if i := slices.IndexFunc(details, func(d policyv1.DetailsPerTemplate) bool { return d.TemplateMeta.Name == name }); i >= 0 {
@@ -218,19 +217,4 @@ func fillFromDetails(te *TemplateExplanation, d policyv1.DetailsPerTemplate, his
 			te.History = append(te.History, HistoryEntry{Time: h.LastTimestamp, State: state, Message: msg, EventName: h.EventName})
 		}
 	}
-}
-
-// TemplateKindName reads the kind and metadata.name of a policy template's
-// object definition; both are empty when it cannot be read.
-func TemplateKindName(t policyv1.PolicyTemplate) (kind, name string) {
-	var obj struct {
-		Kind     string `json:"kind"`
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(t.ObjectDefinition.Raw, &obj); err != nil {
-		return "", ""
-	}
-	return obj.Kind, obj.Metadata.Name
 }

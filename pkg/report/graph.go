@@ -136,7 +136,7 @@ func newGraphBuilder(inv Inventory) *graphBuilder {
 		ref := PolicyRef{Namespace: p.Namespace, Name: p.Name}
 		b.policies[ref] = p
 		for _, t := range p.Spec.PolicyTemplates {
-			kind, name := TemplateKindName(t)
+			kind, name := t.KindAndName()
 			b.owners[[2]string{kind, name}] = append(b.owners[[2]string{kind, name}], ref)
 		}
 	}
@@ -205,7 +205,7 @@ func (b *graphBuilder) addPolicy(ref PolicyRef) string {
 	}
 	b.addDependencies(id, ref.Namespace, p.Spec.Dependencies, RelationDependency)
 	for _, t := range p.Spec.PolicyTemplates {
-		kind, name := TemplateKindName(t)
+		kind, name := t.KindAndName()
 		tid := b.addTemplate(templateKey{policy: ref, kind: kind, name: name})
 		b.edge(id, tid, RelationTemplate, "")
 		b.addDependencies(tid, ref.Namespace, t.ExtraDependencies, RelationExtraDependency)

@@ -60,7 +60,7 @@ func newPolicyView(root *policyv1.Policy, replicas []policyv1.Policy, states map
 		Explanation:  report.Explain(root, replicas, report.ExplainOptions{History: historyLimit}),
 	}
 	for _, t := range root.Spec.PolicyTemplates {
-		kind, name := report.TemplateKindName(t)
+		kind, name := t.KindAndName()
 		v.Templates = append(v.Templates, TemplateView{Kind: kind, Name: name, IgnorePending: t.IgnorePending,
 			ExtraDependencies: dependencyViews(root.Namespace, t.ExtraDependencies, states)})
 	}

@@ -2,7 +2,6 @@ package templatesync
 
 import (
 	"context"
-	"encoding/json"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -110,23 +109,11 @@ func dependsOn(obj client.Object) []string {
 		add(t.ExtraDependencies)
 		// A Policy also waits on the objects its templates would be: one
 		// that holds a template's name elsewhere may go and free it.
-		if kind, name := kindAndName(t.ObjectDefinition.Raw); name != "" {
+		if kind, name := t.KindAndName(); name != "" {
 			out = append(out, dependencyRef(kind, p.Namespace, name))
 		}
 	}
 	return out
-}
-
-// kindAndName returns the kind and name of a template's objectDefinition.
-func kindAndName(raw []byte) (string, string) {
-	var m struct {
-		Kind     string `json:"kind"`
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(raw, &m)
-	return m.Kind, m.Metadata.Name
 }
 
 // dependants returns the Policies that depend on obj.

@@ -65,7 +65,8 @@ func Plan(policy *policyv1.Policy, in Inputs) []Template {
 func planOne(policy *policyv1.Policy, pt policyv1.PolicyTemplate, in Inputs) Template {
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(pt.ObjectDefinition.Raw); err != nil {
-		return Template{Name: nameOf(pt.ObjectDefinition.Raw), Problem: fmt.Sprintf("invalid objectDefinition: %v", err)}
+		_, name := pt.KindAndName()
+		return Template{Name: name, Problem: fmt.Sprintf("invalid objectDefinition: %v", err)}
 	}
 	t := Template{Name: obj.GetName(), IgnorePending: pt.IgnorePending}
 	gvk := obj.GroupVersionKind()
@@ -90,18 +91,6 @@ func kindString(gvk schema.GroupVersionKind) string {
 		return gvk.Kind
 	}
 	return gvk.Kind + "." + gvk.Group
-}
-
-// nameOf digs the name out of an objectDefinition that does not parse as an
-// object, so that the problem can still be reported on it.
-func nameOf(raw []byte) string {
-	var m struct {
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(raw, &m)
-	return m.Metadata.Name
 }
 
 // desiredObject returns the template object as templatesync writes it:
