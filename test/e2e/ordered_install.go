@@ -14,23 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/cmdutil"
-	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/pkg/compliance"
-	"github.com/canopy-policy/canopy/pkg/hub/propagator"
-	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
-	"github.com/canopy-policy/canopy/pkg/spoke/configpolicy"
 	"github.com/canopy-policy/canopy/pkg/spoke/hubconn/agenttest"
-	"github.com/canopy-policy/canopy/pkg/spoke/syncer"
+	"github.com/canopy-policy/canopy/test/inproc"
 )
 
 // OrderedInstallSpecInput is the input of OrderedInstallSpec.
@@ -188,41 +177,19 @@ func ExamplePath(elem ...string) string {
 	return filepath.Join(append([]string{root, "examples"}, elem...)...)
 }
 
-// startHub runs the hub's propagator and root status controllers until the
-// spec ends.
+// startHub runs the hub's controllers until the spec ends.
 func startHub(cfg *rest.Config) {
 	GinkgoHelper()
-	mgr, err := cmdutil.NewManager(cfg, manager.Options{
-		Scheme:     scheme.New(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	stop, err := inproc.StartHubControllers(cfg)
 	Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	Expect((&propagator.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("canopy-propagator")}).SetupWithManager(ctx, mgr)).To(Succeed())
-	Expect((&rootstatus.Reconciler{Client: mgr.GetClient(), CoalesceWindow: 100 * time.Millisecond}).SetupWithManager(ctx, mgr)).To(Succeed())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer GinkgoRecover()
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
-	DeferCleanup(func() { cancel(); <-done })
+	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 }
 
 // startAgent runs the agent of mc, with its evaluators (ConfigurationPolicy
 // and the hierarchical syncer), until the spec ends.
 func startAgent(mc *testenv.ManagedCluster) {
 	GinkgoHelper()
-	agent, err := agenttest.Start(context.Background(), agenttest.Options{
-		ManagedConfig: mc.Config, HubConfig: mc.HubConfig, ClusterNamespace: mc.Name, ClusterWideCache: true,
-		Evaluators: func(mgr ctrl.Manager, rec *compliance.Recorder) error {
-			if err := (&configpolicy.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}).SetupWithManager(mgr); err != nil {
-				return err
-			}
-			return (&syncer.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}).SetupWithManager(mgr)
-		},
-	})
+	agent, err := agenttest.Start(context.Background(), inproc.AgentOptions(mc.Name, mc.Config, mc.HubConfig))
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(agent.Stop()).To(Succeed()) })
 }

@@ -6,14 +6,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/canopy-policy/canopy/internal/cmdutil"
-	"github.com/canopy-policy/canopy/internal/scheme"
+	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
 	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
@@ -26,35 +21,34 @@ import (
 // against cfg until the test ends.
 func StartHub(t testing.TB, cfg *rest.Config) {
 	t.Helper()
-	mgr, err := cmdutil.NewManager(cfg, manager.Options{
-		Scheme:     scheme.New(),
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	stop, err := StartHubControllers(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	c := mgr.GetClient()
-	for _, r := range []interface {
-		SetupWithManager(context.Context, ctrl.Manager) error
-	}{
-		&propagator.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("canopy-propagator")},
-		&rootstatus.Reconciler{Client: c, CoalesceWindow: 100 * time.Millisecond},
-		&rootstatus.PolicySetReconciler{Client: c},
-	} {
-		if err := r.SetupWithManager(ctx, mgr); err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("hub manager: %v", err)
 		}
+	})
+}
+
+// StartHubControllers runs the hub controllers against cfg until stop is
+// called; StartHub for callers without a testing.TB (ginkgo specs).
+func StartHubControllers(cfg *rest.Config) (stop func() error, _ error) {
+	return testenv.StartManager(cfg, func(mgr ctrl.Manager) error {
+		c := mgr.GetClient()
+		for _, r := range []interface {
+			SetupWithManager(context.Context, ctrl.Manager) error
+		}{
+			&propagator.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("canopy-propagator")},
+			&rootstatus.Reconciler{Client: c, CoalesceWindow: 100 * time.Millisecond},
+			&rootstatus.PolicySetReconciler{Client: c},
+		} {
+			if err := r.SetupWithManager(context.Background(), mgr); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -63,7 +57,21 @@ func StartHub(t testing.TB, cfg *rest.Config) {
 // and the hierarchical syncer), until the test ends.
 func StartAgent(t testing.TB, cluster string, managed, hub *rest.Config) {
 	t.Helper()
-	agent, err := agenttest.Start(context.Background(), agenttest.Options{
+	agent, err := agenttest.Start(context.Background(), AgentOptions(cluster, managed, hub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := agent.Stop(); err != nil {
+			t.Errorf("agent: %v", err)
+		}
+	})
+}
+
+// AgentOptions are the options of StartAgent: the agent of cluster with its
+// evaluators, its cache cluster-wide.
+func AgentOptions(cluster string, managed, hub *rest.Config) agenttest.Options {
+	return agenttest.Options{
 		ManagedConfig: managed, HubConfig: hub, ClusterNamespace: cluster, ClusterWideCache: true,
 		Evaluators: func(mgr ctrl.Manager, rec *compliance.Recorder) error {
 			cp := &configpolicy.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}
@@ -73,13 +81,5 @@ func StartAgent(t testing.TB, cluster string, managed, hub *rest.Config) {
 			hp := &syncer.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}
 			return hp.SetupWithManager(mgr)
 		},
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := agent.Stop(); err != nil {
-			t.Errorf("agent: %v", err)
-		}
-	})
 }
