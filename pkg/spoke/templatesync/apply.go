@@ -123,19 +123,13 @@ func (r *Reconciler) observeOne(ctx context.Context, id depclient.ObjectIdentifi
 // per template and reconcile; a stale copy ends in a conflict or
 // AlreadyExists, retried), and reads the API server otherwise.
 func (r *Reconciler) write(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured, observed observation) error {
-	cached, read := observed.cachedTemplate(desired)
-	var existing *unstructured.Unstructured
-	switch {
-	case read && cached != nil:
-		existing = cached.DeepCopy() // the dependency watcher's cache is shared
-	case !read:
-		existing = unstructuredFor(desired.GroupVersionKind())
-		err := r.ManagedClient.Get(ctx, client.ObjectKeyFromObject(desired), existing)
-		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("getting %s %s: %w", desired.GetKind(), desired.GetName(), err)
-		}
-		if err != nil {
-			existing = nil
+	existing, read := observed.cachedTemplate(desired)
+	if read && existing != nil {
+		existing = existing.DeepCopy() // the dependency watcher's cache is shared
+	} else if !read {
+		var err error
+		if existing, err = readObject(ctx, r.ManagedClient, desired.GroupVersionKind(), client.ObjectKeyFromObject(desired)); err != nil {
+			return err
 		}
 	}
 	if existing == nil {
@@ -255,9 +249,9 @@ func subset(want, got any) bool {
 // deleteTemplate deletes the template object of desired if it exists and
 // belongs to policy.
 func (r *Reconciler) deleteTemplate(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured) error {
-	existing := unstructuredFor(desired.GroupVersionKind())
-	if err := r.ManagedClient.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
-		return client.IgnoreNotFound(err)
+	existing, err := readObject(ctx, r.ManagedClient, desired.GroupVersionKind(), client.ObjectKeyFromObject(desired))
+	if existing == nil || err != nil {
+		return err
 	}
 	if existing.GetLabels()[policyv1.PolicyLabel] != policy.Name || !existing.GetDeletionTimestamp().IsZero() {
 		return nil

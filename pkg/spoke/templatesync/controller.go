@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 
 	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
@@ -179,7 +177,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 // each prune lists every template kind from the API server.
 func (r *Reconciler) pruneOnce(ctx context.Context, policy *policyv1.Policy, plan []Template, kinds templateKinds) error {
 	key := client.ObjectKeyFromObject(policy)
-	done := prunedFor{uid: policy.UID, generation: policy.Generation, kinds: kinds.String()}
+	done := prunedFor{uid: policy.UID, generation: policy.Generation, kinds: kindsKey(kinds.set())}
 	if last, ok := r.pruned.Load(key); ok && last == done {
 		return nil
 	}
@@ -277,16 +275,6 @@ func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []ctrl.Re
 
 // templateKinds maps each policy template kind to the version to list it at.
 type templateKinds map[schema.GroupKind]string
-
-// String lists the kinds and versions in order.
-func (k templateKinds) String() string {
-	parts := make([]string, 0, len(k))
-	for gk, v := range k {
-		parts = append(parts, gk.WithVersion(v).String())
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ",")
-}
 
 func (k templateKinds) set() map[schema.GroupKind]bool {
 	out := make(map[schema.GroupKind]bool, len(k))

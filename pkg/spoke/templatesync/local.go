@@ -2,10 +2,12 @@ package templatesync
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -66,15 +68,24 @@ func (r *Reconciler) observeLocal(ctx context.Context, k Key) (Observation, erro
 	return Observation{Found: true, Compliance: state}, nil
 }
 
-// readLocal reads the object k names, as unstructured, from the
-// informers: nil when it does not exist.
+// readLocal reads the object k names from the informers: nil when it does
+// not exist.
 func (r *Reconciler) readLocal(ctx context.Context, k Key) (*unstructured.Unstructured, error) {
-	u := unstructuredFor(k.GroupVersionKind())
-	err := r.cache.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: k.Name}, u)
-	if apierrors.IsNotFound(err) {
+	return readObject(ctx, r.cache, k.GroupVersionKind(), types.NamespacedName{Namespace: k.Namespace, Name: k.Name})
+}
+
+// readObject reads, through reader, the object of kind gvk named key, as
+// unstructured: nil when it does not exist.
+func readObject(ctx context.Context, reader client.Reader, gvk schema.GroupVersionKind, key types.NamespacedName) (*unstructured.Unstructured, error) {
+	u := unstructuredFor(gvk)
+	err := reader.Get(ctx, key, u)
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("getting %s %s: %w", gvk.Kind, key.Name, err)
 	}
-	return u, err
+	return u, nil
 }
 
 // dependencyRef is the dependsOnIndex value of an object: its kind,
