@@ -16,26 +16,17 @@ import (
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/spoke/configpolicy"
+	"github.com/canopy-policy/canopy/pkg/spoke/dryrun"
 	"github.com/canopy-policy/canopy/pkg/spoke/syncer"
 	"github.com/canopy-policy/canopy/pkg/vet"
 )
 
-// planAction is one step of a plan, whatever planned it.
-type planAction struct {
-	Op         string `json:"op"`
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name,omitempty"`
-	Reason     string `json:"reason"`
-}
-
 // planOf is the plan of one policy of the file.
 type planOf struct {
 	// Policy is "Kind ns/name", with the Policy it is a template of.
-	Policy   string       `json:"policy"`
-	Actions  []planAction `json:"actions"`
-	Problems []string     `json:"problems,omitempty"`
+	Policy   string          `json:"policy"`
+	Actions  []dryrun.Action `json:"actions"`
+	Problems []string        `json:"problems,omitempty"`
 }
 
 // planner plans on one managed cluster.
@@ -116,22 +107,16 @@ func (p *planner) planDocument(ctx context.Context, obj map[string]any, parent s
 			return nil, err
 		}
 		res, err := syncer.DryRun(ctx, p.cfg, p.client, hp)
-		out := planOf{Policy: parent + kind + " " + hp.Namespace + "/" + hp.Name, Actions: []planAction{}, Problems: res.Problems}
-		for _, a := range res.Actions {
-			out.Actions = append(out.Actions, planAction(a))
-		}
-		return []planOf{out}, err
+		// Note: never nil, so that -o json shows an empty plan as [].
+		actions := append([]dryrun.Action{}, res.Actions...)
+		return []planOf{{Policy: parent + kind + " " + hp.Namespace + "/" + hp.Name, Actions: actions, Problems: res.Problems}}, err
 	case "ConfigurationPolicy":
 		cp := &policyv1.ConfigurationPolicy{}
 		if err := p.decode(obj, cp); err != nil {
 			return nil, err
 		}
 		actions, err := configpolicy.DryRun(ctx, p.cfg, cp)
-		out := planOf{Policy: parent + kind + " " + cp.Namespace + "/" + cp.Name, Actions: []planAction{}}
-		for _, a := range actions {
-			out.Actions = append(out.Actions, planAction(a))
-		}
-		return []planOf{out}, err
+		return []planOf{{Policy: parent + kind + " " + cp.Namespace + "/" + cp.Name, Actions: append([]dryrun.Action{}, actions...)}}, err
 	case "Policy":
 		return p.planPolicy(ctx, obj)
 	}

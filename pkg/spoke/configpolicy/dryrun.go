@@ -11,9 +11,10 @@ import (
 	"k8s.io/client-go/rest"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/spoke/dryrun"
 )
 
-// Ops of a dry-run Action.
+// Ops of a dry-run Action (dryrun.Action.Op).
 const (
 	// OpCreate: the object is missing and enforce would create it.
 	OpCreate = "create"
@@ -26,28 +27,12 @@ const (
 	OpNoncompliant = "noncompliant"
 )
 
-// Action is one step of a dry-run plan: what an enforce evaluation would
-// do to an object, and why.
-type Action struct {
-	// Op is one of the Op* constants.
-	Op string `json:"op"`
-	// APIVersion and Kind are the object's type.
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	// Namespace is empty for cluster-scoped objects.
-	Namespace string `json:"namespace,omitempty"`
-	// Name is the object's name; empty when a template names none.
-	Name string `json:"name,omitempty"`
-	// Reason is the evaluation's message for the object.
-	Reason string `json:"reason"`
-}
-
 // DryRun evaluates policy on the cluster of cfg as an enforce evaluation
 // would, with the controller's own evaluation, and returns what it would
 // create, update and delete, in template order. It writes nothing: the
 // evaluation runs as inform (differences are checked with server-side
 // dry-run updates). Pruning is not planned.
-func DryRun(ctx context.Context, cfg *rest.Config, policy *policyv1.ConfigurationPolicy) ([]Action, error) {
+func DryRun(ctx context.Context, cfg *rest.Config, policy *policyv1.ConfigurationPolicy) ([]dryrun.Action, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating the dynamic client: %w", err)
@@ -58,7 +43,7 @@ func DryRun(ctx context.Context, cfg *rest.Config, policy *policyv1.Configuratio
 	}
 	r := &Reconciler{dynamic: dyn, watcher: mappingOnly{cache: depclient.NewObjectCache(dc, depclient.ObjectCacheOptions{})}}
 	e := &evaluation{r: r, policy: policy, reader: directReader{client: dyn}, previous: map[policyv1.ObjectResource]policyv1.RelatedObject{}}
-	var out []Action
+	var out []dryrun.Action
 	for i, o := range e.run(ctx) {
 		var gvk schema.GroupVersionKind
 		var complianceType policyv1.ComplianceType
@@ -77,13 +62,13 @@ func DryRun(ctx context.Context, cfg *rest.Config, policy *policyv1.Configuratio
 }
 
 // dryRunAction turns one inform result into what enforce would do.
-func dryRunAction(resource string, gvk schema.GroupVersionKind, ct policyv1.ComplianceType, res objectResult) (Action, bool) {
+func dryRunAction(resource string, gvk schema.GroupVersionKind, ct policyv1.ComplianceType, res objectResult) (dryrun.Action, bool) {
 	if res.compliant {
-		return Action{}, false
+		return dryrun.Action{}, false
 	}
 	_, _, msg := templateMessage(resource, []objectResult{res})
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	a := Action{Op: OpNoncompliant, APIVersion: apiVersion, Kind: kind, Namespace: res.namespace, Reason: string(ct) + ": " + msg}
+	a := dryrun.Action{Op: OpNoncompliant, APIVersion: apiVersion, Kind: kind, Namespace: res.namespace, Reason: string(ct) + ": " + msg}
 	if len(res.names) > 0 {
 		a.Name = res.names[0]
 	}

@@ -11,29 +11,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
+	"github.com/canopy-policy/canopy/pkg/spoke/dryrun"
 )
-
-// Action is one step of a dry-run plan: what the syncer would do to an
-// object, and why.
-type Action struct {
-	// Op is create, update, delete, conflict (left alone: another manager
-	// owns it) or hold (a deletion held while the tree is invalid).
-	Op string `json:"op"`
-	// APIVersion and Kind are the object's type.
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	// Namespace is empty for cluster-scoped objects.
-	Namespace string `json:"namespace,omitempty"`
-	// Name is the object's name.
-	Name string `json:"name"`
-	// Reason says why.
-	Reason string `json:"reason"`
-}
 
 // DryRunResult is what an enforce evaluation of a HierarchyPolicy would do.
 type DryRunResult struct {
 	// Actions are the planned steps, in the order the syncer takes them.
-	Actions []Action
+	Actions []dryrun.Action
 	// Problems make the tree invalid; deletions are then held.
 	Problems []string
 }
@@ -67,7 +51,7 @@ func DryRun(ctx context.Context, cfg *rest.Config, c client.Client, p *hierarchy
 			errs = append(errs, err)
 		}
 		for _, a := range o.actions {
-			res.Actions = append(res.Actions, Action{Op: string(a.op), APIVersion: a.object.GetAPIVersion(), Kind: a.object.GetKind(),
+			res.Actions = append(res.Actions, dryrun.Action{Op: string(a.op), APIVersion: a.object.GetAPIVersion(), Kind: a.object.GetKind(),
 				Namespace: a.object.GetNamespace(), Name: a.object.GetName(), Reason: a.reason})
 		}
 	}
