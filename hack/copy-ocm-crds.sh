@@ -30,6 +30,7 @@ files=(
 	cluster/v1/0000_00_clusters.open-cluster-management.io_managedclusters.crd.yaml
 	cluster/v1beta2/0000_00_clusters.open-cluster-management.io_managedclustersets.crd.yaml
 	cluster/v1beta2/0000_01_clusters.open-cluster-management.io_managedclustersetbindings.crd.yaml
+	cluster/v1alpha1/0000_02_clusters.open-cluster-management.io_clusterclaims.crd.yaml
 	cluster/v1beta1/0000_02_clusters.open-cluster-management.io_placements.crd.yaml
 	cluster/v1beta1/0000_03_clusters.open-cluster-management.io_placementdecisions.crd.yaml
 	addon/v1beta1/0000_00_addon.open-cluster-management.io_clustermanagementaddons.crd.yaml

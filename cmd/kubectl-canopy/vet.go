@@ -18,15 +18,28 @@ func newVetCommand(opts *globalOptions) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "vet FILE|DIR...",
-		Short: "Check policies offline: schema, name length, dependency and hierarchy cycles, collisions",
+		Short: "Check policies offline: schema, names, templates, dependency and hierarchy cycles, collisions",
 		Long: `vet checks Policies, PlacementBindings, PolicySets, ConfigurationPolicies
 (standalone or inline in policy-templates), HierarchyPolicies and SubNamespaces
 without a cluster: against the CRD schemas Canopy installs, the 62-character
 limit on a root Policy's namespace and name, dependency cycles among the
 policies given, HierarchyPolicy tree problems, SubNamespace cycles, and
-objects declared twice. Directories are walked for .yaml and .yml files.
-Objects without a namespace are taken to be in -n (default "default").
-It exits non-zero when it finds an error.`,
+objects declared twice.
+
+It parses every Go template with the delimiters and functions of the resolver
+that will read it: hub templates ({{hub ... hub}}) in policy-templates, managed
+templates ({{ }}) in object-templates, object-templates-raw and customMessage.
+Syntax errors, unknown functions, context fields the resolver does not set
+(.ObjectName in a hub template, .ManagedClusterName in a managed one) and hub
+lookups outside the policy's namespace are errors, at their line in the file.
+Names and namespaces the API server would refuse are errors (templated names
+are checked once resolved). What Canopy does not support is a warning: policy
+templates other than ConfigurationPolicy and HierarchyPolicy, PlacementBindings
+to a PlacementRule, templates nothing resolves.
+
+Directories are walked for .yaml and .yml files. Objects without a namespace
+are taken to be in -n (default "default"). It exits non-zero when it finds an
+error; warnings alone do not fail.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runVet(cmd, opts, args, output)

@@ -1,7 +1,7 @@
 // Command spoke is Canopy's agent on a managed cluster: it copies the
-// cluster's policies from the hub, creates their templates in dependency
-// order, evaluates them, runs the hierarchical namespace syncer and reports
-// compliance back to the hub.
+// cluster's policies and encryption key from the hub, creates their
+// templates in dependency order, evaluates them, runs the hierarchical
+// namespace syncer and reports compliance back to the hub.
 package main
 
 import (
@@ -136,6 +136,8 @@ func run(ctx context.Context, opts options) error {
 	// The hub has its own manager, its cache restricted to the cluster
 	// namespace (the hub identity may read nothing else), run and retried
 	// by hubconn so that an unreachable hub never stops local enforcement.
+	// It runs specsync, statussync's hub side, secretsync (the encryption
+	// key) and the lease.
 	if err := mgr.Add(&hubconn.Runner{HubConfig: hubCfg, ClusterNamespace: opts.clusterName, Scheme: s, Managed: mgr}); err != nil {
 		return fmt.Errorf("adding the hub connection: %w", err)
 	}

@@ -55,7 +55,8 @@ func Canopy() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // ManagedCluster, ManagedClusterSet, ManagedClusterSetBinding, Placement,
 // PlacementDecision, ClusterManagementAddOn, ManagedClusterAddOn,
 // AddOnDeploymentConfig, AddOnTemplate, ManifestWork and
-// AppliedManifestWork.
+// AppliedManifestWork; and ClusterClaim, which OCM's klusterlet installs
+// on managed clusters and fromClusterClaim templates read.
 func OCM() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return readCRDs(ocmFiles, "ocm")
 }

@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // TestClusterRolesSplit checks the agent's least-privilege split: its own
 // ClusterRole reaches only its machinery (Canopy's API groups, events,
-// leases, namespaces, CRDs read), never every group nor a Secret, and the
-// separate enforcement ClusterRole carries the broad default.
+// leases, namespaces, CRDs read, and the copy of the encryption key), never
+// every group nor any other Secret, and the separate enforcement
+// ClusterRole carries the broad default.
 func TestClusterRolesSplit(t *testing.T) {
 	g := NewWithT(t)
 	role, err := ClusterRole()
@@ -20,7 +22,9 @@ func TestClusterRolesSplit(t *testing.T) {
 		"policy.open-cluster-management.io", "hierarchy.canopy.io"}
 	for _, rule := range role.Rules {
 		g.Expect(machinery).To(ContainElements(rule.APIGroups), "rule %v", rule)
-		if slices.Contains(rule.APIGroups, "") {
+		if slices.Contains(rule.APIGroups, "") && slices.Contains(rule.Resources, "secrets") {
+			expectKeyOnly(g, rule)
+		} else if slices.Contains(rule.APIGroups, "") {
 			g.Expect([]string{"events", "namespaces"}).To(ContainElements(rule.Resources), "core rule %v", rule)
 		}
 		if slices.Contains(rule.APIGroups, "apiextensions.k8s.io") {
@@ -32,4 +36,16 @@ func TestClusterRolesSplit(t *testing.T) {
 	g.Expect(enforcement.Name).To(Equal("canopy-agent-enforcement"))
 	g.Expect(enforcement.Rules).To(HaveLen(1))
 	g.Expect(enforcement.Rules[0].APIGroups).To(ConsistOf("*"))
+}
+
+// expectKeyOnly checks a rule on Secrets: secretsync (pkg/spoke/secretsync)
+// reads, updates and deletes only the encryption key's copy, by name, and
+// may create a Secret (a create cannot be limited by name), never read one.
+func expectKeyOnly(g Gomega, rule rbacv1.PolicyRule) {
+	g.Expect(rule.Resources).To(Equal([]string{"secrets"}), "Secrets get a rule of their own: %v", rule)
+	if len(rule.ResourceNames) == 0 {
+		g.Expect(rule.Verbs).To(Equal([]string{"create"}), "only the encryption key is read: %v", rule)
+		return
+	}
+	g.Expect(rule.ResourceNames).To(Equal([]string{"policy-encryption-key"}), "only the encryption key is read: %v", rule)
 }

@@ -152,7 +152,15 @@ func (e *Env) startPlanes(ctx context.Context, names []string, audit bool) error
 		}
 		e.Managed[i].ControlPlane = cp
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	for i, cp := range planes {
+		if err := ensureClusterClaims(ctx, cp.Client, names[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // startOCM starts the OCM components opts asks for.

@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -195,4 +196,27 @@ func mergeLabels(into, from map[string]string) map[string]string {
 	}
 	maps.Copy(into, from)
 	return into
+}
+
+// ClusterClaimID is the ClusterClaim that OCM's registration agent creates
+// on every managed cluster; its value is the cluster's unique id. Control
+// planes started by Start carry it with the cluster's name as its value, so
+// that policies using fromClusterClaim resolve as on a registered cluster.
+const ClusterClaimID = "id.k8s.io"
+
+// ensureClusterClaims creates the ClusterClaims a registered managed cluster
+// carries (ClusterClaimID), leaving existing ones as they are.
+func ensureClusterClaims(ctx context.Context, c client.Client, name string) error {
+	claim := &unstructured.Unstructured{}
+	claim.SetAPIVersion("cluster.open-cluster-management.io/v1alpha1")
+	claim.SetKind("ClusterClaim")
+	claim.SetName(ClusterClaimID)
+	claim.SetLabels(map[string]string{"open-cluster-management.io/hub-managed": ""})
+	if err := unstructured.SetNestedField(claim.Object, name, "spec", "value"); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, claim); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating ClusterClaim %s on %s: %w", ClusterClaimID, name, err)
+	}
+	return nil
 }

@@ -32,6 +32,16 @@ const (
 	CheckHierarchy = "hierarchy"
 	// CheckCollision: two objects have the same identity.
 	CheckCollision = "collision"
+	// CheckTemplate: a Go template does not parse with the delimiters and
+	// functions of the resolver that reads it, calls a function or reads a
+	// context field that resolver does not have, or is where nothing
+	// resolves it.
+	CheckTemplate = "template"
+	// CheckUnsupported: something Canopy does not evaluate (a policy
+	// template kind, a PlacementRule).
+	CheckUnsupported = "unsupported"
+	// CheckName: a name or namespace the API server would refuse.
+	CheckName = "name"
 )
 
 // Finding is one problem, at a file and line.

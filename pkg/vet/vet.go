@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	yaml "go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -46,11 +47,14 @@ func (c *Checker) Check(ctx context.Context, docs []Document) []Finding {
 	for _, d := range docs {
 		embedded, findings := templatesOf(d)
 		out = append(out, findings...)
+		out = append(out, c.checkTemplates(d, embedded)...)
+		out = append(out, checkSupport(d, embedded)...)
 		all = append(all, embedded...)
 	}
 	for _, d := range all {
 		out = append(out, c.checkSchema(ctx, d)...)
 		out = append(out, checkHierarchyPolicy(d)...)
+		out = append(out, checkNames(d)...)
 	}
 	out = append(out, c.checkNameLength(docs)...)
 	out = append(out, c.checkDependencyCycles(docs)...)
@@ -76,6 +80,9 @@ func (c *Checker) checkSchema(ctx context.Context, d Document) []Finding {
 	var out []Finding
 	for _, e := range s.validate(ctx, d.Object) {
 		path := strings.TrimPrefix(e.Field, "<nil>")
+		if n := exactNode(d.Node, path); n != nil && n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "{{") {
+			continue // a template's value is known once resolved
+		}
 		out = append(out, at(d, path, SeverityError, CheckSchema, e.Error()))
 	}
 	return out

@@ -1,6 +1,7 @@
 package vet
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -145,6 +146,13 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("a: &x [*x]\n"))
 	f.Add([]byte("- 1\n---\n? [a]\n: b\n"))
 	f.Add([]byte("a: !!binary aGVsbG8=\nb: 2001-12-14t21:59:43.10-05:00\n"))
+	for _, file := range []string{"valid", "syntax", "context"} {
+		data, err := os.ReadFile("testdata/templates/" + file + ".yaml")
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
 	checker, err := New(Options{})
 	if err != nil {
 		f.Fatal(err)

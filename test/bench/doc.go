@@ -18,6 +18,13 @@
 //     the roots reflect 50,000 replica status updates (written by the
 //     benchmark, as agents would), writes after a restart with nothing
 //     changed, and the hub's peak RSS.
+//   - hub templates: OCM's telco reference hub, 3,500 clusters × 5
+//     policies whose hub templates read the cluster's own ConfigMap on the
+//     hub; time until all 17,500 replicas hold their resolved value, time
+//     until all hold the new value after every ConfigMap changes (ceilings:
+//     a plain client creating, then updating, the same replicas), the
+//     ConfigMap reads and watches the hub made, writes after a restart with
+//     nothing changed, and the hub's peak RSS.
 //   - spoke: 2,000 ConfigurationPolicies in 500 dependency chains of depth
 //     4; the latency from a dependency turning Compliant to the dependant's
 //     template existing and evaluated (p50, p99), and the agent's RSS and

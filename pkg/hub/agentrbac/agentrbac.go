@@ -10,6 +10,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
 const (
@@ -38,6 +40,7 @@ var (
 	statusWrite = []string{"get", "update", "patch"}
 	eventWrite  = []string{"create", "patch", "update", "get", "list", "watch"}
 	leaseWrite  = []string{"get", "list", "watch", "create", "update", "patch"}
+	readOnly    = []string{"get", "list", "watch"}
 )
 
 // Rules returns the hub permissions the agent of one managed cluster needs in
@@ -47,10 +50,18 @@ var (
 //     deletes a replica on the hub: the propagator owns them);
 //   - policies/status: statussync writes replica status;
 //   - events (core and events.k8s.io): compliance history is recorded as events;
-//   - leases: the agent's health lease.
+//   - leases: the agent's health lease;
+//   - secrets, only the one named templating.EncryptionKeySecret: the
+//     cluster's key for the values hub templates encrypt ("protect"), which
+//     the agent copies to the managed cluster to decrypt them. No other
+//     Secret of the namespace is readable.
 //
 // Note: the rules are meant for a namespaced Role. Bound through a
 // ClusterRoleBinding they would grant the same verbs in every namespace.
+//
+// Note: a list or watch is authorized against resourceNames only when it
+// selects the one name (fieldSelector metadata.name=policy-encryption-key),
+// so the agent's informer for the key Secret must carry that selector.
 func Rules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		{APIGroups: []string{policyGroup}, Resources: []string{"policies"}, Verbs: slices.Clone(readWrite)},
@@ -58,6 +69,10 @@ func Rules() []rbacv1.PolicyRule {
 		{APIGroups: []string{corev1.GroupName}, Resources: []string{"events"}, Verbs: slices.Clone(eventWrite)},
 		{APIGroups: []string{eventsv1.GroupName}, Resources: []string{"events"}, Verbs: slices.Clone(eventWrite)},
 		{APIGroups: []string{coordinationv1.GroupName}, Resources: []string{"leases"}, Verbs: slices.Clone(leaseWrite)},
+		{
+			APIGroups: []string{corev1.GroupName}, Resources: []string{"secrets"},
+			ResourceNames: []string{templating.EncryptionKeySecret}, Verbs: slices.Clone(readOnly),
+		},
 	}
 }
 

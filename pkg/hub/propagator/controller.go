@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
@@ -28,6 +29,7 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -35,12 +37,19 @@ const ControllerName = "propagator"
 
 // The propagator's permissions on the hub: replicas are created, updated
 // and deleted in any cluster namespace; events are recorded on roots.
+// Hub templates read and watch what they look up, of any kind, as OCM's
+// propagator does (the library confines the lookups to the root's
+// namespace); the per-cluster encryption keys are created; tokens are
+// requested for the ServiceAccounts of spec.hubTemplateOptions.
 //
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=placementbindings;policysets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=cluster.open-cluster-management.io,resources=placements;placementdecisions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=*,resources=*,verbs=get;list;watch
+// +kubebuilder:rbac:groups=core,resources=secrets,verbs=create
+// +kubebuilder:rbac:groups=core,resources=serviceaccounts/token,verbs=create
 
 // Reconciler replicates root Policies to the managed clusters their
 // PlacementBindings select, and writes the root's status.placement and
@@ -53,14 +62,25 @@ type Reconciler struct {
 	// MaxConcurrentReconciles is how many root policies are reconciled at
 	// once; zero means one.
 	MaxConcurrentReconciles int
+
+	// templates resolves hub templates; SetupWithManager makes it.
+	templates *hubTemplates
 }
 
 // SetupWithManager registers the propagator's cache indexes and watches
-// with mgr.
+// with mgr, and the watchers of hub templates, which run with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if err := addIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
+	templates, err := newHubTemplates(mgr)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(templates); err != nil {
+		return fmt.Errorf("adding the hub templates' watchers: %w", err)
+	}
+	r.templates = templates
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&policyv1.Policy{}, builder.WithPredicates(rootChanged)).
@@ -73,6 +93,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			builder.WithPredicates(decisionsChanged)).
 		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(r.placementObjectToPolicies),
 			builder.OnlyMetadata, builder.WithPredicates(existenceChanged)).
+		WatchesRawSource(templates.requestSource()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Complete(r)
 }
@@ -123,12 +144,12 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 	}
 	res := ResolvePlacement(in)
 	policy.Status.Placement = res.Placements
-	failures := r.syncReplicas(ctx, policy, res.Clusters, members)
-	if len(failures) > 0 {
-		propagationFailures.WithLabelValues(policy.Namespace, policy.Name).Add(float64(len(failures)))
+	out := r.syncReplicas(ctx, policy, res.Clusters, members)
+	if len(out.failures) > 0 {
+		propagationFailures.WithLabelValues(policy.Namespace, policy.Name).Add(float64(len(out.failures)))
 	}
-	r.setPropagated(policy, PropagatedCondition(policy, res, failures))
-	return ctrl.Result{}, kerrors.NewAggregate(failures)
+	r.setPropagated(policy, PropagatedCondition(policy, res, out.failures, out.templateFailures))
+	return ctrl.Result{}, kerrors.NewAggregate(append(out.failures, out.retry...))
 }
 
 // reconcileDelete deletes every replica of the root policy key.
@@ -138,26 +159,83 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, key types.NamespacedNa
 		return err
 	}
 	forgetPolicy(key)
+	r.templates.retain(ctx, key.Namespace+"."+key.Name, nil)
 	return kerrors.NewAggregate(r.deleteReplicas(ctx, replicas))
+}
+
+// syncOutcome is what syncing the replicas of a root came to.
+type syncOutcome struct {
+	// failures are the replicas not written or deleted; they are retried.
+	failures []error
+	// templateFailures are the templates written with the error of their
+	// hub templates.
+	templateFailures []HubTemplateFailure
+	// retry are template failures that are also retried with backoff.
+	retry []error
 }
 
 // syncReplicas creates or updates the replica of each selected cluster and
 // deletes the others. One failing cluster does not stop the others.
-func (r *Reconciler) syncReplicas(ctx context.Context, root *policyv1.Policy, clusters []Cluster, members PolicySetMembers) []error {
+func (r *Reconciler) syncReplicas(ctx context.Context, root *policyv1.Policy, clusters []Cluster, members PolicySetMembers) syncOutcome {
 	existing, err := r.replicasOf(ctx, ReplicaName(root))
 	if err != nil {
-		return []error{err}
+		return syncOutcome{failures: []error{err}}
 	}
-	var errs []error
+	var out syncOutcome
+	selected := sets.New[string]()
+	tr := newTemplateRoot(root)
 	for _, c := range clusters {
 		desired := BuildReplica(root, c, members)
 		key := client.ObjectKeyFromObject(desired)
-		if err := r.applyReplica(ctx, desired, existing[key]); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %w", c.Name, err))
-		}
+		r.syncReplica(ctx, tr, desired, existing[key], &out)
 		delete(existing, key)
+		selected.Insert(c.Name)
 	}
-	return append(errs, r.deleteReplicas(ctx, existing)...)
+	r.templates.retain(ctx, ReplicaName(root), selected)
+	out.failures = append(out.failures, r.deleteReplicas(ctx, existing)...)
+	return out
+}
+
+// syncReplica resolves the hub templates of desired and writes it.
+func (r *Reconciler) syncReplica(ctx context.Context, root templateRoot, desired, existing *policyv1.Policy, out *syncOutcome) {
+	cluster := desired.Namespace
+	res := r.templates.resolve(ctx, root, desired, existing)
+	if res.hold { // Note: the replica stays as it is, never half resolved
+		out.failures = append(out.failures, fmt.Errorf("cluster %s: resolving hub templates: %w", cluster, res.retry))
+		return
+	}
+	res.applyTo(desired)
+	r.recordTemplateFailures(root.Policy, desired, res, existing)
+	if err := r.applyReplica(ctx, desired, existing); err != nil {
+		out.failures = append(out.failures, fmt.Errorf("cluster %s: %w", cluster, err))
+	}
+	for _, f := range res.failures {
+		out.templateFailures = append(out.templateFailures, HubTemplateFailure{Cluster: cluster, Message: f.summary})
+	}
+	if res.retry != nil {
+		out.retry = append(out.retry, fmt.Errorf("cluster %s: hub templates: %w", cluster, res.retry))
+	}
+}
+
+// recordTemplateFailures records OCM's Warning event on root for each
+// template whose hub templates failed with an error the cluster's replica
+// does not carry yet, so that a restart or a retry records nothing.
+//
+// Note: the replica is the event's related object, so that the events of
+// different clusters are not merged into one series (the events API keys a
+// series by its objects, reason and action, not its note).
+func (r *Reconciler) recordTemplateFailures(root, replica *policyv1.Policy, res resolvedTemplates, existing *policyv1.Policy) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, f := range res.failures {
+		if existing != nil && f.index < len(existing.Spec.PolicyTemplates) &&
+			annotationOf(existing.Spec.PolicyTemplates[f.index].ObjectDefinition.Raw, templating.HubTemplatesErrorAnnotation) == f.message {
+			continue
+		}
+		r.Recorder.Eventf(root, replica, corev1.EventTypeWarning, ReasonHubTemplateError, "ResolveHubTemplates", "%s",
+			truncateTo(fmt.Sprintf("Failed to resolve templates for cluster %s: %s", replica.Namespace, f.summary), maxEventNoteLength))
+	}
 }
 
 // applyReplica creates desired, or patches existing to match it; it writes

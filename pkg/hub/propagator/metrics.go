@@ -15,6 +15,20 @@ var (
 		Help: "Replica creations, updates and deletions of a root policy that failed.",
 	}, []string{"namespace", "policy"})
 
+	// hubTemplateResolutions counts the resolutions of the hub templates of
+	// a root's replicas; remembered ones are not counted.
+	hubTemplateResolutions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "canopy_hub_template_resolutions_total",
+		Help: "Resolutions of the hub templates of a root policy's replicas (one per replica resolved).",
+	}, []string{"namespace", "policy"})
+
+	// serviceAccountResolvers is 1 for each ServiceAccount whose hub
+	// template resolver runs.
+	serviceAccountResolvers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "canopy_hub_template_service_account_resolvers",
+		Help: "Hub template resolvers running for the ServiceAccounts of spec.hubTemplateOptions (1 each).",
+	}, []string{"namespace", "service_account"})
+
 	// reconcileDuration measures whole reconciles of root policies.
 	reconcileDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "canopy_propagator_reconcile_duration_seconds",
@@ -24,7 +38,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(propagationFailures, reconcileDuration)
+	metrics.Registry.MustRegister(propagationFailures, hubTemplateResolutions, serviceAccountResolvers, reconcileDuration)
 }
 
 func observeDuration(start time.Time) {
@@ -34,4 +48,5 @@ func observeDuration(start time.Time) {
 // forgetPolicy drops the series of a deleted root policy.
 func forgetPolicy(key types.NamespacedName) {
 	propagationFailures.DeleteLabelValues(key.Namespace, key.Name)
+	hubTemplateResolutions.DeleteLabelValues(key.Namespace, key.Name)
 }

@@ -13,6 +13,7 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
 const (
@@ -100,9 +101,15 @@ func replicaLabels(root *policyv1.Policy, cluster Cluster) map[string]string {
 	return labels
 }
 
+// replicaAnnotations are the root's annotations, but for those that are
+// the root's own: kubectl's, trigger-update (which forces a resolution of
+// hub templates, and would otherwise write every replica) and the IV (each
+// replica has its own, which the hub template step sets).
 func replicaAnnotations(root *policyv1.Policy) map[string]string {
 	annotations := copyMetadata(root.Annotations, copyAll(root))
 	delete(annotations, lastAppliedAnnotation)
+	delete(annotations, templating.TriggerUpdateAnnotation)
+	delete(annotations, templating.IVAnnotation)
 	annotations[argoCompareOptionsAnnotation] = argoIgnoreExtraneous
 	return annotations
 }

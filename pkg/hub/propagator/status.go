@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
 // ConditionPropagated says whether the root policy is replicated to every
@@ -29,14 +30,36 @@ const (
 	// ReasonPropagationFailed (False): writing some replicas failed; the
 	// propagator retries.
 	ReasonPropagationFailed = "PropagationFailed"
+	// ReasonHubTemplateError (False): the hub templates of some policy
+	// templates failed to resolve for some clusters. Their replicas carry
+	// each such template as the root wrote it, with the error in the
+	// annotation templating.HubTemplatesErrorAnnotation, and the agents
+	// report it NonCompliant. The message names the clusters and errors; a
+	// Warning event of this reason says "Failed to resolve templates for
+	// cluster <cluster>: <error>" when a cluster's error first appears.
+	ReasonHubTemplateError = "HubTemplateError"
 )
 
-// maxMessageLength bounds condition messages, which list clusters and errors.
-const maxMessageLength = 4096
+// HubTemplateFailure is a policy template whose hub templates failed to
+// resolve for a cluster.
+type HubTemplateFailure struct {
+	// Cluster is the managed cluster.
+	Cluster string
+	// Message is the error, without the template it quotes.
+	Message string
+}
+
+const (
+	// maxMessageLength bounds condition messages, which list clusters and errors.
+	maxMessageLength = 4096
+	// maxEventNoteLength is the most an events.k8s.io Event's note may hold.
+	maxEventNoteLength = 1024
+)
 
 // PropagatedCondition computes ConditionPropagated of a root policy from the
-// placement resolution and the replica writes that failed.
-func PropagatedCondition(root *policyv1.Policy, res Resolution, failures []error) metav1.Condition {
+// placement resolution, the replica writes that failed and the templates
+// whose hub templates failed.
+func PropagatedCondition(root *policyv1.Policy, res Resolution, failures []error, templateFailures []HubTemplateFailure) metav1.Condition {
 	c := metav1.Condition{Type: ConditionPropagated, Status: metav1.ConditionFalse, ObservedGeneration: root.Generation}
 	switch {
 	case root.Spec.Disabled:
@@ -54,6 +77,9 @@ func PropagatedCondition(root *policyv1.Policy, res Resolution, failures []error
 	case len(res.Clusters) == 0:
 		c.Reason = ReasonNoClustersSelected
 		c.Message = noClustersMessage(root, res)
+	case len(templateFailures) > 0:
+		c.Reason = ReasonHubTemplateError
+		c.Message = hubTemplateMessage(res, templateFailures)
 	default:
 		c.Status = metav1.ConditionTrue
 		c.Reason = ReasonPropagated
@@ -75,6 +101,29 @@ func NameTooLongCondition(root *policyv1.Policy) metav1.Condition {
 			"because its replicas carry the label %s=<namespace>.<name>. Recreate the policy with a shorter name.",
 			len(root.Namespace)+len(root.Name), policyv1.MaxRootPolicyNameLength, policyv1.RootPolicyLabel),
 	}
+}
+
+// hubTemplateMessage names the clusters whose hub templates failed, those
+// that failed alike together.
+func hubTemplateMessage(res Resolution, failures []HubTemplateFailure) string {
+	byMessage := map[string][]string{}
+	clusters := map[string]bool{}
+	for _, f := range failures {
+		if !slices.Contains(byMessage[f.Message], f.Cluster) {
+			byMessage[f.Message] = append(byMessage[f.Message], f.Cluster)
+		}
+		clusters[f.Cluster] = true
+	}
+	lines := make([]string, 0, len(byMessage))
+	for msg, cs := range byMessage {
+		slices.Sort(cs)
+		lines = append(lines, fmt.Sprintf("%s %s: %s", plural(len(cs), "cluster"), strings.Join(cs, ", "), msg))
+	}
+	slices.Sort(lines)
+	return fmt.Sprintf("Hub templates failed to resolve for %d of %d selected managed clusters. Their replicas hold those "+
+		"policy templates unresolved, with the error in the annotation %s, and the agents report them NonCompliant. "+
+		"Fix the templates or the objects they read: %s",
+		len(clusters), len(res.Clusters), templating.HubTemplatesErrorAnnotation, strings.Join(lines, "; "))
 }
 
 func noClustersMessage(root *policyv1.Policy, res Resolution) string {
@@ -100,10 +149,15 @@ func plural(n int, word string) string {
 }
 
 func truncate(msg string) string {
-	if len(msg) <= maxMessageLength {
+	return truncateTo(msg, maxMessageLength)
+}
+
+// truncateTo cuts msg to at most n bytes of valid UTF-8, "..." included.
+func truncateTo(msg string, n int) string {
+	if len(msg) <= n {
 		return msg
 	}
-	return msg[:maxMessageLength-3] + "..."
+	return strings.ToValidUTF8(msg[:n-3], "") + "..."
 }
 
 // IsFailure reports whether c is a ConditionPropagated that a user should

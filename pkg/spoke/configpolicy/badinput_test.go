@@ -44,8 +44,9 @@ func TestBadInput(t *testing.T) {
 			template: `{apiVersion: v1, kind: ConfigMap, metadata: {name: cm}}`,
 			want:     "Error filtering namespaces with provided namespaceSelector: pattern \"team-[\": syntax error in pattern"},
 		{name: "templated name", template: `{apiVersion: v1, kind: ConfigMap, metadata: {name: "{{ .Name }}", namespace: $NS}}`,
-			want: "The object template at index 0 in policy bad uses Go templates in its name or namespace, " +
-				"which Canopy does not resolve"},
+			want: `failed to resolve the template {"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"{{ .Name }}",` +
+				`"namespace":"$NS"}}: template: tmpl:4:12: executing "tmpl" at <.Name>: can't evaluate field Name in ` +
+				`type struct { ObjectNamespace string }`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

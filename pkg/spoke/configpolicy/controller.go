@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -70,6 +71,9 @@ type Reconciler struct {
 
 	// dynamic reads and writes the objects the policies name.
 	dynamic dynamic.Interface
+	// discovery resolves kinds for the template resolvers of policies that
+	// are not watched (resolve.go).
+	discovery discovery.DiscoveryInterface
 	// watcher watches them, and resolves kinds through discovery.
 	watcher depclient.DynamicWatcher
 	// inFlight is held for reading by every Reconcile, so that the watcher
@@ -93,6 +97,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	var err error
 	if r.dynamic, err = dynamic.NewForConfig(mgr.GetConfig()); err != nil {
 		return fmt.Errorf("creating the dynamic client: %w", err)
+	}
+	if r.discovery, err = discovery.NewDiscoveryClientForConfig(mgr.GetConfig()); err != nil {
+		return fmt.Errorf("creating the discovery client: %w", err)
 	}
 	relay, events := depclient.NewControllerRuntimeSource()
 	r.watcher, err = depclient.New(mgr.GetConfig(), relay, &depclient.Options{EnableCache: true, DisableInitialReconcile: true})
@@ -164,10 +171,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Confi
 	outcomes := e.run(ctx)
 	end()
 	policy.Status = evaluatedStatus(policy, outcomes, now)
+	e.pruneUnlisted(ctx, outcomes) // objects the policy no longer lists (prune.go)
 	ctrl.LoggerFrom(ctx).V(4).Info("Evaluated", "policy", klog.KObj(policy), "compliant", policy.Status.ComplianceState,
 		"watching", e.watching)
 	if err := r.Recorder.RecordTemplate(ctx, r.ManagedClient, policy, policyv1.GroupVersion.WithKind("ConfigurationPolicy"),
-		policy.Status.ComplianceState, eventMessage(policy.Status), remediated(outcomes)); err != nil {
+		policy.Status.ComplianceState, complianceMessage(policy, outcomes), remediated(outcomes)); err != nil {
 		e.transient = append(e.transient, err)
 	}
 	return r.schedule(ctx, policy, e)

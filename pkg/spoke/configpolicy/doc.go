@@ -40,7 +40,28 @@
 // recordDiff InStatus puts a unified diff (YAML; Secrets redacted) in
 // relatedObjects[].properties.diff; Log logs it.
 //
-// Not supported (reported as NonCompliant, or ignored where harmless): Go
-// templates ({{ }}) in names and object-templates-raw; customMessage and
-// recreateOption are ignored.
+// Managed-cluster templates (resolve*.go, decrypt.go): Go templates ({{ }})
+// anywhere in an object definition — values, names, namespaces — and
+// object-templates-raw (a template yielding the YAML of the object
+// templates) are resolved at each evaluation with
+// github.com/stolostron/go-template-utils, OCM's library and functions
+// (fromSecret, fromConfigMap, fromClusterClaim, lookup, copySecretData,
+// skipObject, ...). Where a namespaceSelector or objectSelector selects
+// the objects, a definition using .Object, .ObjectName or .ObjectNamespace
+// is resolved once per object. A watched policy resolves through the
+// dynamic watcher, in its own query batch, so a change to anything its
+// templates read re-evaluates it; others read from the API server. Values
+// the hub encrypted ("$ocm_encrypted:") are decrypted with the key Secret
+// policy-encryption-key of the policy's namespace and the IV annotation.
+// The annotation policy.open-cluster-management.io/disable-templates:
+// "true" leaves templates as literal text. A template that does not
+// resolve makes its object template NonCompliant (reason "Error processing
+// template", the error with the template as written), and nothing of it is
+// written. Values read from Secrets or decrypted never reach a message, a
+// diff (redacted), a log line or an event: messages of such objects mask
+// the resolved values.
+//
+// objectSelector, metadataComplianceType, recreateOption and customMessage
+// are OCM's; an enforced policy prunes the objects it no longer lists
+// (prune.go).
 package configpolicy

@@ -32,6 +32,16 @@ const (
 // create, update and delete, in template order. It writes nothing: the
 // evaluation runs as inform (differences are checked with server-side
 // dry-run updates). Pruning is not planned.
+//
+// Go templates and object-templates-raw are resolved against the live
+// cluster, as the controller would resolve them now (a resolver that reads
+// from the API server, caching nothing): the actions name the resolved
+// objects, and a template that does not resolve is an action with its
+// error. A create or update carries the object it would write
+// (dryrun.Action.Object, dryrun_objects.go). Secret values never show:
+// messages about objects resolved from Secrets or encrypted values are
+// masked as the controller masks them, and so are the values resolved
+// into their objects.
 func DryRun(ctx context.Context, cfg *rest.Config, policy *policyv1.ConfigurationPolicy) ([]dryrun.Action, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -41,24 +51,46 @@ func DryRun(ctx context.Context, cfg *rest.Config, policy *policyv1.Configuratio
 	if err != nil {
 		return nil, fmt.Errorf("creating the discovery client: %w", err)
 	}
-	r := &Reconciler{dynamic: dyn, watcher: mappingOnly{cache: depclient.NewObjectCache(dc, depclient.ObjectCacheOptions{})}}
+	r := &Reconciler{dynamic: dyn, discovery: dc,
+		watcher: mappingOnly{cache: depclient.NewObjectCache(dc, depclient.ObjectCacheOptions{})}}
 	e := &evaluation{r: r, policy: policy, reader: directReader{client: dyn}, previous: map[policyv1.ObjectResource]policyv1.RelatedObject{}}
+	rs, ots, failed := e.resolveTemplates(ctx) // as evaluateTemplates, keeping rs for the objects
+	if failed != nil {
+		return templateActions(*failed, nil), nil
+	}
 	var out []dryrun.Action
-	for i, o := range e.run(ctx) {
-		var gvk schema.GroupVersionKind
-		var complianceType policyv1.ComplianceType
-		if i < len(policy.Spec.ObjectTemplates) {
-			if t, terr := parseTemplate(policy.Name, i, policy.Spec.ObjectTemplates[i]); terr == nil {
-				gvk, complianceType = t.gvk, t.complianceType
-			}
-		}
-		for _, res := range o.results {
-			if a, ok := dryRunAction(o.resource, gvk, complianceType, res); ok {
-				out = append(out, a)
-			}
-		}
+	for i, ot := range ots {
+		actions := templateActions(e.evaluateOne(ctx, rs, i, ot), parsed(policy.Name, i, ot))
+		e.addObjects(ctx, rs, i, ot, actions)
+		out = append(out, actions...)
 	}
 	return out, nil
+}
+
+// parsed is object template index, or nil when it does not parse.
+func parsed(policy string, index int, ot policyv1.ObjectTemplate) *objectTemplate {
+	t, terr := parseTemplate(policy, index, ot)
+	if terr != nil {
+		return nil
+	}
+	return t
+}
+
+// templateActions are what enforce would do for the outcome of object
+// template t (nil when it does not parse).
+func templateActions(o templateOutcome, t *objectTemplate) []dryrun.Action {
+	var gvk schema.GroupVersionKind
+	var complianceType policyv1.ComplianceType
+	if t != nil {
+		gvk, complianceType = t.gvk, t.complianceType
+	}
+	var out []dryrun.Action
+	for _, res := range o.results {
+		if a, ok := dryRunAction(o.resource, gvk, complianceType, res); ok {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // dryRunAction turns one inform result into what enforce would do.
@@ -68,7 +100,10 @@ func dryRunAction(resource string, gvk schema.GroupVersionKind, ct policyv1.Comp
 	}
 	_, _, msg := templateMessage(resource, []objectResult{res})
 	apiVersion, kind := gvk.ToAPIVersionAndKind()
-	a := dryrun.Action{Op: OpNoncompliant, APIVersion: apiVersion, Kind: kind, Namespace: res.namespace, Reason: string(ct) + ": " + msg}
+	a := dryrun.Action{Op: OpNoncompliant, APIVersion: apiVersion, Kind: kind, Namespace: res.namespace, Reason: msg}
+	if ct != "" {
+		a.Reason = string(ct) + ": " + msg
+	}
 	if len(res.names) > 0 {
 		a.Name = res.names[0]
 	}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -69,23 +70,20 @@ type objectOutcome struct {
 	dryRunMatch bool
 	// diff is the difference from the template, under recordDiff InStatus.
 	diff string
+	// replacedUID is the UID of the object a recreate deleted.
+	replacedUID types.UID
 }
 
-// run evaluates every object template of the policy.
+// run evaluates every object template of the policy, its Go templates
+// and object-templates-raw resolved (resolve.go).
 func (e *evaluation) run(ctx context.Context) []templateOutcome {
-	if e.policy.Spec.ObjectTemplatesRaw != "" {
-		msg := "object-templates-raw is not supported by Canopy; list the objects in object-templates"
-		e.invalid = append(e.invalid, msg)
-		return []templateOutcome{errorOutcome("", ReasonUnsupported, msg)}
-	}
-	outcomes := make([]templateOutcome, 0, len(e.policy.Spec.ObjectTemplates))
-	for i, ot := range e.policy.Spec.ObjectTemplates {
-		outcomes = append(outcomes, e.evaluateTemplate(ctx, i, ot))
-	}
+	_, outcomes := e.evaluateTemplates(ctx)
 	return outcomes
 }
 
-func (e *evaluation) evaluateTemplate(ctx context.Context, index int, ot policyv1.ObjectTemplate) templateOutcome {
+// evaluateTemplate evaluates object template index; rs resolves its Go
+// templates (nil: none to resolve).
+func (e *evaluation) evaluateTemplate(ctx context.Context, rs *resolution, index int, ot policyv1.ObjectTemplate) templateOutcome {
 	t, terr := parseTemplate(e.policy.Name, index, ot)
 	if terr != nil {
 		e.invalid = append(e.invalid, terr.message)
@@ -93,11 +91,17 @@ func (e *evaluation) evaluateTemplate(ctx context.Context, index int, ot policyv
 	}
 	gvr, failed := e.mapping(ctx, t)
 	if failed != nil {
-		return *failed
+		return rs.skippedOr(ot, t, *failed)
+	}
+	if rs.templated(ot) {
+		return e.evaluateResolved(ctx, rs, index, ot, t, gvr)
 	}
 	namespaces, terr := e.namespacesFor(ctx, t, gvr)
 	if terr != nil {
 		return errorOutcome(gvr.Resource, terr.reason, terr.message)
+	}
+	if t.name == "" && t.selector != nil {
+		return e.evaluateSelected(ctx, t, gvr, namespaces)
 	}
 	out := templateOutcome{resource: gvr.Resource}
 	for _, ns := range namespaces {
@@ -254,6 +258,86 @@ func (e *evaluation) evaluateUnnamed(ctx context.Context, t *objectTemplate, gvr
 	}
 }
 
+// evaluateSelected evaluates a template without a name whose
+// objectSelector chooses its objects, as OCM does: each object the selector
+// selects in the namespaces is evaluated as if the template named it (so
+// enforce updates or recreates every one). A mustnothave template concerns
+// only the selected objects that match it; when none does, it complies in
+// every namespace and lists the selected objects. When the selector selects
+// nothing, the template complies and lists nothing.
+func (e *evaluation) evaluateSelected(ctx context.Context, t *objectTemplate, gvr depclient.ScopedGVR, namespaces []string) templateOutcome {
+	out := templateOutcome{resource: gvr.Resource}
+	var selected []*unstructured.Unstructured
+	for _, ns := range namespaces {
+		objs, err := e.reader.list(ctx, gvr, t.gvk, ns, t.selector)
+		if err != nil {
+			e.transient = append(e.transient, err)
+			return errorOutcome(gvr.Resource, ReasonGetError, fmt.Sprintf("Error listing %s%s: %v", gvr.Resource, inNamespace(ns), err))
+		}
+		for i := range objs {
+			selected = append(selected, &objs[i])
+		}
+	}
+	if len(selected) == 0 {
+		out.results = []objectResult{{compliant: true,
+			message: fmt.Sprintf("No objects of kind %s were matched from the policy objectSelector", t.gvk.Kind)}}
+		return out
+	}
+	slices.SortFunc(selected, func(a, b *unstructured.Unstructured) int {
+		return strings.Compare(a.GetNamespace()+"/"+a.GetName(), b.GetNamespace()+"/"+b.GetName())
+	})
+	if t.complianceType.IsMustNotHave() {
+		e.selectedMustNotHave(ctx, t, gvr, namespaces, selected, &out)
+		return out
+	}
+	for _, obj := range selected {
+		named := t.named(obj.GetName())
+		o := e.found(ctx, named, gvr, obj)
+		o.result.namespace, o.result.names = obj.GetNamespace(), []string{obj.GetName()}
+		e.add(&out, named, obj.GetNamespace(), obj.GetName(), o)
+	}
+	return out
+}
+
+// selectedMustNotHave evaluates a mustnothave template over the objects its
+// objectSelector selected.
+func (e *evaluation) selectedMustNotHave(ctx context.Context, t *objectTemplate, gvr depclient.ScopedGVR, namespaces []string,
+	selected []*unstructured.Unstructured, out *templateOutcome,
+) {
+	targeted := slices.DeleteFunc(slices.Clone(selected), func(obj *unstructured.Unstructured) bool { return !e.matches(t, obj) })
+	if len(targeted) == 0 {
+		for _, ns := range namespaces {
+			out.results = append(out.results, objectResult{namespace: ns, reason: ReasonNotFoundAsExpected, compliant: true})
+		}
+		apiVersion, kind := t.gvk.ToAPIVersionAndKind()
+		for _, obj := range selected {
+			out.related = append(out.related, relatedObject(apiVersion, kind, obj.GetNamespace(), obj.GetName(), true, "", nil))
+		}
+		return
+	}
+	for _, obj := range targeted {
+		named := t.named(obj.GetName())
+		o := e.mustNotHave(ctx, named, gvr, obj)
+		o.result.namespace, o.result.names = obj.GetNamespace(), []string{obj.GetName()}
+		e.add(out, named, obj.GetNamespace(), obj.GetName(), o)
+	}
+}
+
+// named returns t for the object called name: a copy whose object
+// definition carries the name, so that a recreate creates that object.
+func (t *objectTemplate) named(name string) *objectTemplate {
+	c := *t
+	c.name = name
+	c.object = deepCopy(t.object).(map[string]any)
+	meta, _ := c.object["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		c.object["metadata"] = meta
+	}
+	meta["name"] = name
+	return &c
+}
+
 func (e *evaluation) matches(t *objectTemplate, obj *unstructured.Unstructured) bool {
 	mode, metadataMode := t.mode, t.metadataMode
 	if t.complianceType.IsMustNotHave() {
@@ -306,7 +390,10 @@ func (e *evaluation) found(ctx context.Context, t *objectTemplate, gvr depclient
 // fix compares an existing object with the template and, under enforce,
 // updates it to comply; it returns the update's error. An object that
 // differs only where the API server would put the same values back
-// (defaults) complies: a server-side dry-run update tells.
+// (defaults) complies: a server-side dry-run update tells. An update the
+// API server refuses as invalid (an immutable field) is a recreate under
+// recreateOption IfRequired or Always, and otherwise a violation that waits
+// for a change; Always recreates on every update (recreate.go).
 func (e *evaluation) fix(ctx context.Context, t *objectTemplate, gvr depclient.ScopedGVR, existing *unstructured.Unstructured) (objectOutcome, error) {
 	o := objectOutcome{result: objectResult{reason: ReasonFoundAsExpected, compliant: true}, obj: existing}
 	matches, desired := compareObject(t.object, existing.Object, t.mode, t.metadataMode)
@@ -326,6 +413,15 @@ func (e *evaluation) fix(ctx context.Context, t *objectTemplate, gvr depclient.S
 	o = objectOutcome{result: objectResult{reason: ReasonFoundNoMatch}, obj: existing, diff: e.recordDiff(ctx, t, existing, desired)}
 	if !e.enforce {
 		return o, nil
+	}
+	switch recreateAction(t.recreate, err) {
+	case actionRefuse:
+		msg := gvr.Resource + " " + identifier(existing.GetName(), existing.GetNamespace()) + immutableMessage
+		e.invalid = append(e.invalid, msg)
+		o.result = objectResult{reason: ReasonUpdateError, message: msg}
+		return o, nil
+	case actionRecreate:
+		return e.recreate(ctx, t, gvr, existing, o)
 	}
 	updated, err := res.Update(ctx, want, metav1.UpdateOptions{})
 	if err != nil {
@@ -405,7 +501,8 @@ func (e *evaluation) watchNamespace(ctx context.Context, ns string) {
 	}
 }
 
-// add adds the outcome of one object to out.
+// add adds the outcome of one object to out. When the evaluation
+// watches, the object itself is kept for customMessage (message.go).
 func (e *evaluation) add(out *templateOutcome, t *objectTemplate, ns, name string, o objectOutcome) {
 	out.results = append(out.results, o.result)
 	switch o.result.reason {
@@ -413,8 +510,15 @@ func (e *evaluation) add(out *templateOutcome, t *objectTemplate, ns, name strin
 		out.remediated = true
 	}
 	apiVersion, kind := t.gvk.ToAPIVersionAndKind()
-	out.related = append(out.related, relatedObject(apiVersion, kind, ns, name, o.result.compliant,
-		relatedReason(o.result), e.properties(apiVersion, kind, ns, name, o)))
+	rel := relatedObject(apiVersion, kind, ns, name, o.result.compliant,
+		relatedReason(o.result), e.properties(apiVersion, kind, ns, name, o))
+	out.related = append(out.related, rel)
+	if e.watching && o.obj != nil {
+		if out.objects == nil {
+			out.objects = map[policyv1.ObjectResource]map[string]any{}
+		}
+		out.objects[rel.Object] = o.obj.Object
+	}
 }
 
 // relatedReason is the reason of a related object: the result's, or for
@@ -427,7 +531,8 @@ func relatedReason(r objectResult) string {
 }
 
 // properties are the facts about an existing object that pruning needs:
-// whether this policy created it (remembered while its UID is the same).
+// whether this policy created it (remembered while its UID is the same,
+// and across a recreate by this policy).
 func (e *evaluation) properties(apiVersion, kind, ns, name string, o objectOutcome) *policyv1.ObjectProperties {
 	if o.obj == nil {
 		return nil
@@ -435,8 +540,8 @@ func (e *evaluation) properties(apiVersion, kind, ns, name string, o objectOutco
 	uid := string(o.obj.GetUID())
 	created := o.result.reason == ReasonCreated
 	key := policyv1.ObjectResource{APIVersion: apiVersion, Kind: kind, Metadata: policyv1.ObjectMetadata{Name: name, Namespace: ns}}
-	if prev, ok := e.previous[key]; ok && prev.Properties != nil && prev.Properties.UID == uid &&
-		prev.Properties.CreatedByPolicy != nil && *prev.Properties.CreatedByPolicy {
+	if prev, ok := e.previous[key]; ok && createdByPolicy(prev) &&
+		(prev.Properties.UID == uid || prev.Properties.UID == string(o.replacedUID)) {
 		created = true
 	}
 	return &policyv1.ObjectProperties{CreatedByPolicy: &created, UID: uid, MatchesAfterDryRun: o.dryRunMatch, Diff: o.diff}

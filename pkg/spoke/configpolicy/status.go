@@ -82,6 +82,9 @@ type templateOutcome struct {
 	related  []policyv1.RelatedObject
 	// remediated says that objects were created, updated or deleted.
 	remediated bool
+	// objects are the related objects as found or written, by identity,
+	// when the evaluation watches (for customMessage; message.go).
+	objects map[policyv1.ObjectResource]map[string]any
 }
 
 // errorOutcome is the outcome of a template that could not be evaluated.

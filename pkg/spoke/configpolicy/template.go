@@ -2,7 +2,6 @@ package configpolicy
 
 import (
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -38,10 +37,14 @@ type objectTemplate struct {
 	gvk    schema.GroupVersionKind
 	// name and namespace are the object's; either may be empty.
 	name, namespace string
-	// selector is the objectSelector of an unnamed template, or nil.
+	// selector is the objectSelector of an unnamed template (or one whose
+	// name is a Go template), or nil.
 	selector labels.Selector
 	// recordDiff says where to record how an object differs.
 	recordDiff policyv1.RecordDiff
+	// recreate says when to delete and create the object instead of
+	// updating it (recreate.go).
+	recreate policyv1.RecreateOption
 }
 
 // templateError is why an object template cannot be evaluated.
@@ -49,7 +52,7 @@ type templateError struct{ reason, message string }
 
 // parseTemplate reads object template index of policy.
 func parseTemplate(policy string, index int, ot policyv1.ObjectTemplate) (*objectTemplate, *templateError) {
-	t := &objectTemplate{complianceType: ot.ComplianceType, recordDiff: ot.RecordDiff}
+	t := &objectTemplate{complianceType: ot.ComplianceType, recordDiff: ot.RecordDiff, recreate: ot.RecreateOption}
 	if err := utiljson.Unmarshal(ot.ObjectDefinition.Raw, &t.object); err != nil || t.object == nil {
 		if err == nil {
 			err = fmt.Errorf("the object definition is empty")
@@ -69,7 +72,7 @@ func parseTemplate(policy string, index int, ot policyv1.ObjectTemplate) (*objec
 	if ot.MetadataComplianceType != "" {
 		t.metadataMode, _ = modeOf(ot.MetadataComplianceType)
 	}
-	if ot.ObjectSelector != nil && t.name == "" {
+	if ot.ObjectSelector != nil && (t.name == "" || hasTemplate(t.name)) {
 		sel, err := metav1.LabelSelectorAsSelector(ot.ObjectSelector)
 		if err != nil {
 			return nil, &templateError{ReasonObjectSelectorError,
@@ -105,10 +108,6 @@ func (t *objectTemplate) readIdentity(policy string, index int) *templateError {
 		return &templateError{ReasonDecodeError, fmt.Sprintf(
 			"The metadata.name and metadata.namespace of the object template at index %d in policy %s must be strings",
 			index, policy)}
-	}
-	if strings.Contains(name, "{{") || strings.Contains(ns, "{{") {
-		return &templateError{ReasonUnsupported, fmt.Sprintf("The object template at index %d in policy %s uses "+
-			"Go templates in its name or namespace, which Canopy does not resolve", index, policy)}
 	}
 	t.name, t.namespace = name, ns
 	return nil

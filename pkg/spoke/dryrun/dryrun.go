@@ -19,4 +19,9 @@ type Action struct {
 	Name string `json:"name,omitempty"`
 	// Reason says why.
 	Reason string `json:"reason"`
+	// Object is the object a create or update would write, templates
+	// resolved, as Shown shows it, with the values that must not be shown
+	// replaced by Redacted. Nil for other actions, and from planners that
+	// do not tell.
+	Object map[string]any `json:"object,omitempty"`
 }

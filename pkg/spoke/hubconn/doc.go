@@ -1,6 +1,7 @@
 // Package hubconn runs the hub side of the agent: a controller-runtime
 // manager for the hub, its cache restricted to the cluster namespace, with
-// specsync, statussync's HubReconciler and the lease.
+// specsync, statussync's HubReconciler, secretsync (with caches of its own
+// holding only the encryption key) and the lease.
 //
 // Note: a controller-runtime manager starts no controller until every cache
 // it holds has synced. Were the hub a cluster of the agent's main manager,

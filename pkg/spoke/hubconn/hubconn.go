@@ -19,6 +19,7 @@ import (
 
 	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/pkg/spoke/lease"
+	"github.com/canopy-policy/canopy/pkg/spoke/secretsync"
 	"github.com/canopy-policy/canopy/pkg/spoke/specsync"
 	"github.com/canopy-policy/canopy/pkg/spoke/statussync"
 )
@@ -122,12 +123,43 @@ func (r *Runner) setup(mgr manager.Manager) error {
 	if err := status.SetupWithManager(mgr, managedCache); err != nil {
 		return fmt.Errorf("setting up statussync: %w", err)
 	}
+	if err := r.setupSecretSync(mgr); err != nil {
+		return err
+	}
 	hubWriter, err := client.New(r.HubConfig, client.Options{Scheme: r.Scheme})
 	if err != nil {
 		return fmt.Errorf("creating the hub lease client: %w", err)
 	}
 	host, _ := os.Hostname()
 	return mgr.Add(&lease.Updater{Writer: hubWriter, Namespace: r.ClusterNamespace, Holder: host, Interval: r.LeaseInterval})
+}
+
+// setupSecretSync adds secretsync to mgr. It reads the encryption key
+// through caches of its own, on the hub and on the managed cluster, each
+// holding that one Secret (started and stopped with mgr).
+//
+// Note: a controller's watch waits for its whole cache to sync. In the hub
+// manager's cache, a key the agent may not read (a hub whose agent Role
+// predates it) would hold specsync and statussync back with it.
+func (r *Runner) setupSecretSync(mgr manager.Manager) error {
+	hubKeys, err := secretsync.NewKeyCluster(r.HubConfig, r.Scheme, r.ClusterNamespace)
+	if err != nil {
+		return err
+	}
+	managedKeys, err := secretsync.NewKeyCluster(r.Managed.GetConfig(), r.Scheme, r.ClusterNamespace)
+	if err != nil {
+		return err
+	}
+	for _, c := range []cluster.Cluster{hubKeys, managedKeys} {
+		if err := mgr.Add(c); err != nil {
+			return fmt.Errorf("adding an encryption key cache: %w", err)
+		}
+	}
+	sec := &secretsync.Reconciler{HubClient: hubKeys.GetClient(), ManagedClient: managedKeys.GetClient(), ClusterNamespace: r.ClusterNamespace}
+	if err := sec.SetupWithManager(mgr, hubKeys.GetCache(), managedKeys.GetCache()); err != nil {
+		return fmt.Errorf("setting up secretsync: %w", err)
+	}
+	return nil
 }
 
 func (r *Runner) retryDelay() time.Duration {

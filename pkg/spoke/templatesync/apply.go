@@ -250,12 +250,20 @@ func subset(want, got any) bool {
 // belongs to policy.
 func (r *Reconciler) deleteTemplate(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured) error {
 	existing, err := readObject(ctx, r.ManagedClient, desired.GroupVersionKind(), client.ObjectKeyFromObject(desired))
-	if existing == nil || err != nil {
+	if existing == nil || err != nil || !deletable(policy, existing) {
 		return err
 	}
-	if existing.GetLabels()[policyv1.PolicyLabel] != policy.Name || !existing.GetDeletionTimestamp().IsZero() {
-		return nil
-	}
+	return r.deleteExisting(ctx, policy, existing)
+}
+
+// deletable reports whether existing belongs to policy and is not being
+// deleted already.
+func deletable(policy *policyv1.Policy, existing *unstructured.Unstructured) bool {
+	return existing.GetLabels()[policyv1.PolicyLabel] == policy.Name && existing.GetDeletionTimestamp().IsZero()
+}
+
+// deleteExisting deletes the template object existing of policy.
+func (r *Reconciler) deleteExisting(ctx context.Context, policy *policyv1.Policy, existing *unstructured.Unstructured) error {
 	if err := r.ManagedClient.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting %s %s: %w", existing.GetKind(), existing.GetName(), err)
 	}

@@ -235,6 +235,9 @@ func (r *Reconciler) apply(ctx context.Context, policy *policyv1.Policy, t Templ
 		}
 		return r.record(ctx, policy, t.Name, state, PendingMessage(unmet, t.IgnorePending))
 	}
+	if t.HubError != "" { // after the dependencies: Pending comes first, as in OCM
+		return r.reportHubError(ctx, policy, t)
+	}
 	return r.write(ctx, policy, t.Object, observed)
 }
 

@@ -11,6 +11,18 @@
 // namespace's Policies and templates that form a cycle are reported as
 // NonCompliant with the cycle, on every policy of the cycle.
 //
+// A template whose hub templates failed (the hub set
+// policy.open-cluster-management.io/hub-templates-error on its
+// objectDefinition), or that still holds "{{hub" (written on the managed
+// cluster, where nothing resolves hub templates; UnresolvedHubTemplates)
+// unless templates are disabled, is never written: once its dependencies
+// are met (Pending comes first, as in OCM), its object is deleted if it
+// exists — a ConfigurationPolicy first set to pruneObjectBehavior None, so
+// that a hub error prunes nothing — and the template is reported
+// NonCompliant with "template-error; <error>". It comes back when the error
+// goes. Other annotations of the objectDefinition, the encryption IV among
+// them, reach the object unchanged.
+//
 // It is the only writer of policy template objects and writes no status: it
 // reports through compliance events (pkg/compliance), which statussync turns
 // into Policy status. Dependencies and the templates themselves are watched,

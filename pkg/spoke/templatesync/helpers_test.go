@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/spoke/hubconn/agenttest"
 )
 
@@ -46,19 +48,28 @@ type cluster struct {
 // an agent for it with the fake ConfigurationPolicy evaluator.
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
+	ev := &agenttest.FakeEvaluator{}
+	c := newClusterWith(t, ev.Setup)
+	c.evaluator = ev
+	return c
+}
+
+// newClusterWith registers a cluster named after the test on the hub and
+// runs an agent for it with evaluators.
+func newClusterWith(t *testing.T, evaluators func(ctrl.Manager, *compliance.Recorder) error) *cluster {
+	t.Helper()
 	g := NewWithT(t)
 	name := fmt.Sprintf("c%s-%04x", strings.ToLower(shortName(t.Name())), rand.IntN(1<<16))
 	hubCfg, err := env.RegisterCluster(t.Context(), name)
 	g.Expect(err).NotTo(HaveOccurred())
 	managed := env.Managed[0]
-	ev := &agenttest.FakeEvaluator{}
 	agent, err := agenttest.Start(context.Background(), agenttest.Options{
 		ManagedConfig: managed.Config, HubConfig: hubCfg, ClusterNamespace: name,
-		Evaluators: ev.Setup,
+		Evaluators: evaluators,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { g.Expect(agent.Stop()).To(Succeed()) })
-	return &cluster{ns: name, hub: env.Hub.Client, managed: managed.Client, evaluator: ev}
+	return &cluster{ns: name, hub: env.Hub.Client, managed: managed.Client}
 }
 
 func shortName(s string) string {
@@ -81,6 +92,7 @@ type tmpl struct {
 	deps          []policyv1.PolicyDependency
 	ignorePending bool
 	spec          map[string]any // spec of the object; nil = a small valid ConfigurationPolicy spec
+	annotations   map[string]any // annotations of the object
 }
 
 func cfgPolicy(name string, deps ...policyv1.PolicyDependency) tmpl {
@@ -106,8 +118,13 @@ func (t tmpl) entry() policyv1.PolicyTemplate {
 		spec = map[string]any{"remediationAction": "inform", "object-templates": []any{}}
 	}
 	meta := map[string]any{"name": t.name}
+	annotations := maps.Clone(t.annotations)
 	if t.compliance != "" {
-		meta["annotations"] = map[string]any{ComplianceAnnotation: t.compliance}
+		annotations = map[string]any{ComplianceAnnotation: t.compliance}
+		maps.Copy(annotations, t.annotations)
+	}
+	if len(annotations) > 0 {
+		meta["annotations"] = annotations
 	}
 	obj := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta, "spec": spec}
 	raw, _ := json.Marshal(obj)

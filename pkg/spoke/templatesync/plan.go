@@ -30,6 +30,11 @@ type Template struct {
 	// Cycle, when set, is the dependency cycle the template is on: the
 	// object is deleted and the cycle reported NonCompliant.
 	Cycle string
+	// HubError, when set, is why the template's hub templates cannot be
+	// used (the hub's error annotation, or UnresolvedHubTemplates): once
+	// its dependencies are met, the object is deleted without pruning and
+	// the error reported NonCompliant ("template-error; <error>").
+	HubError string
 }
 
 // Inputs are what Plan needs besides the Policy.
@@ -81,7 +86,8 @@ func planOne(policy *policyv1.Policy, pt policyv1.PolicyTemplate, in Inputs) Tem
 		return t
 	}
 	t.Deps = deps
-	t.Object = desiredObject(policy, obj)
+	t.Object = desiredObject(policy, obj) // with HubError, only names the object to delete
+	t.HubError = hubError(policy, obj, pt.ObjectDefinition.Raw)
 	t.Cycle = in.Graph.CycleMessage(policy.Name, Node{Kind: gvk.Kind, Name: t.Name})
 	return t
 }

@@ -1,7 +1,8 @@
 // Package agenttest runs the agent's controllers in a test process, wired
 // as cmd/spoke wires them: one manager for the managed cluster
 // (templatesync, statussync and the evaluators the test adds, sharing one
-// compliance Recorder) and hubconn's Runner for the hub side.
+// compliance Recorder) and hubconn's Runner for the hub side (specsync,
+// statussync's HubReconciler, secretsync and the lease).
 package agenttest
 
 import (
