@@ -60,13 +60,8 @@ type planOptions struct {
 	cluster       string
 }
 
-// newPlanCommand builds `kubectl canopy plan FILE`.
-func newPlanCommand(opts *globalOptions) *cobra.Command {
-	po := &planOptions{}
-	cmd := &cobra.Command{
-		Use:   "plan FILE",
-		Short: "Show what a policy would create, update and delete on a managed cluster, writing nothing",
-		Long: `plan reads the HierarchyPolicies, ConfigurationPolicies and Policies (their
+// planLong is the help text of plan.
+const planLong = `plan reads the HierarchyPolicies, ConfigurationPolicies and Policies (their
 ConfigurationPolicy and HierarchyPolicy templates) of FILE and shows what an
 enforce evaluation would do on the managed cluster of --kubeconfig/--context,
 and why, using the agent's own planners. Nothing is written. Live propagation
@@ -80,18 +75,27 @@ encrypted value, shows as [redacted].
 
 Hub templates ({{hub ... hub}}) in a Policy on the hub are resolved as the hub
 would resolve them for the cluster named by --cluster, reading the hub of
---hub-kubeconfig/--hub-context (either one alone takes the other from
---kubeconfig/--context), before the templates are planned. A template whose hub
-templates fail is a PROBLEM with the error and is not planned; without a hub,
-a template with hub templates is a PROBLEM and is not planned either.
+--hub-kubeconfig (its current context, or --hub-context), or of --hub-context
+in the kubeconfig of the managed cluster, before the templates are planned;
+nothing is written to the hub either. A template whose hub templates fail is a
+PROBLEM with the error and is not planned; without a hub, a template with hub
+templates is a PROBLEM and is not planned either.
 
 A policy that names no namespace is planned in -n, else the --cluster
 namespace, else the context's namespace. So are the templates of a Policy on
 the hub (one without the root-policy label): the Policy's own namespace is the
 hub's policy namespace, not the cluster namespace. The templates of a replica
 Policy (with the root-policy label) are planned in its namespace, the cluster
-namespace.`,
-		Args: cobra.ExactArgs(1),
+namespace.`
+
+// newPlanCommand builds `kubectl canopy plan FILE`.
+func newPlanCommand(opts *globalOptions) *cobra.Command {
+	po := &planOptions{}
+	cmd := &cobra.Command{
+		Use:   "plan FILE",
+		Short: "Show what a policy would create, update and delete on a managed cluster, writing nothing",
+		Long:  planLong,
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(po.output, outputText, outputJSON, outputYAML); err != nil {
 				return err
@@ -113,7 +117,7 @@ namespace.`,
 	cmd.Flags().StringVar(&po.hubContext, "hub-context", "",
 		"The hub's kubeconfig context: resolve the hub templates of Policies for --cluster.")
 	cmd.Flags().StringVar(&po.cluster, "cluster", "",
-		"The managed cluster's name: hub templates are resolved for it, and templates of hub Policies planned in its namespace.")
+		"The managed cluster's name: hub templates are resolved for it, and policies planned in its namespace unless -n is given.")
 	return cmd
 }
 
@@ -164,7 +168,7 @@ func newPlanner(opts *globalOptions, po *planOptions) (*planner, error) {
 	if withHub {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
 		rules.ExplicitPath = cmp.Or(po.hubKubeconfig, opts.kubeconfig)
-		overrides := &clientcmd.ConfigOverrides{CurrentContext: cmp.Or(po.hubContext, opts.context)}
+		overrides := &clientcmd.ConfigOverrides{CurrentContext: po.hubContext}
 		if p.hub, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig(); err != nil {
 			return nil, fmt.Errorf("loading the hub's kubeconfig: %w", err)
 		}
@@ -217,7 +221,7 @@ func (p *planner) planPolicy(ctx context.Context, obj map[string]any) ([]planOf,
 	var out []planOf
 	var errs []error
 	for i, pt := range planned.Spec.PolicyTemplates {
-		t := policyTemplate{policy: planned, raw: pt.ObjectDefinition.Raw, written: policy.Spec.PolicyTemplates[i].ObjectDefinition.Raw}
+		t := policyTemplate{policy: policy, raw: pt.ObjectDefinition.Raw, written: policy.Spec.PolicyTemplates[i].ObjectDefinition.Raw}
 		more, err := p.planTemplate(ctx, t, ns, parent)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("policy-templates[%d]: %w", i, err))
@@ -244,8 +248,8 @@ func (p *planner) resolveHubTemplates(ctx context.Context, root *policyv1.Policy
 	return replica, nil // the failures are on the templates, reported by planTemplate
 }
 
-// policyTemplate is a policy template to plan: raw, of policy, once the
-// hub resolved it; written, as the file has it.
+// policyTemplate is a policy template of policy, the Policy of the file,
+// to plan: raw, once the hub resolved it; written, as the file has it.
 type policyTemplate struct {
 	policy       *policyv1.Policy
 	raw, written []byte

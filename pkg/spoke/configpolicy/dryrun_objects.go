@@ -121,7 +121,7 @@ func (e *evaluation) actionObject(ctx context.Context, p *plannedObjects, a *dry
 		_, obj = compareObject(d.object, existing.Object, d.mode, d.metadataMode)
 	}
 	shown := dryrun.Shown(obj)
-	if false && p.sensitive {
+	if p.sensitive {
 		p.mask(shown, d)
 	}
 	return shown
