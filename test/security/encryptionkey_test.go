@@ -109,7 +109,7 @@ func expectKeyRequests(t *testing.T, id identity) {
 	g.Expect(list.Items).To(HaveLen(1))
 	kube, err := kubernetes.NewForConfig(id.cfg)
 	g.Expect(err).NotTo(HaveOccurred())
-	w, err := kube.CoreV1().Secrets(id.own).Watch(ctx, metav1.ListOptions{FieldSelector: byName.Selector.String()})
+	w, err := kube.CoreV1().Secrets(id.own).Watch(ctx, metav1.ListOptions{FieldSelector: byName.String()})
 	g.Expect(err).NotTo(HaveOccurred())
 	w.Stop()
 
