@@ -74,7 +74,7 @@ BENCH_SCALE ?= 1
 BENCH_TIMEOUT ?= 60m
 
 .PHONY: bench
-bench: envtest-assets build ## Measure propagation, dependency latency and syncer convergence at fleet scale (BENCH_SCALE=0.1 for a quick run).
+bench: envtest-assets build ## Measure propagation, hub templates, dependency latency and syncer convergence at fleet scale (BENCH_SCALE=0.1 for a quick run).
 	BENCH_SCALE=$(BENCH_SCALE) go test -run '^$$' -bench . -benchtime 1x -timeout $(BENCH_TIMEOUT) -count=1 -v ./test/bench/
 
 ##@ Run

@@ -53,6 +53,7 @@ func TestOCMCRDs(t *testing.T) {
 
 	g.Expect(names(got)).To(ConsistOf(
 		"managedclusters.cluster.open-cluster-management.io",
+		"clusterclaims.cluster.open-cluster-management.io",
 		"managedclustersets.cluster.open-cluster-management.io",
 		"managedclustersetbindings.cluster.open-cluster-management.io",
 		"placements.cluster.open-cluster-management.io",

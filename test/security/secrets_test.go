@@ -27,7 +27,9 @@ import (
 // (a HierarchyPolicy copying a Secret down a namespace tree), waits until
 // every policy has reported, and then searches every log line of the
 // controllers (V(10)), every event and every status on the hub and the
-// managed cluster for the values, plain and base64-encoded.
+// managed cluster for the values, plain and base64-encoded. Two policies
+// read Secrets through templates: a hub template (fromSecret, encrypted
+// per cluster; its replica is searched too) and a managed-cluster one.
 func TestNoSecretInOutputs(t *testing.T) {
 	g := NewWithT(t)
 	mc := env.Cluster("cluster1")
@@ -37,10 +39,13 @@ func TestNoSecretInOutputs(t *testing.T) {
 	src, child := plantSecrets(t, mc.Client, stored)
 
 	ns := testenv.Namespace(t, env.Hub.Client)
+	ctx := t.Context()
+	onHub := "canopy-hub-" + randomHex(t) // read by a hub template, encrypted per cluster
+	g.Expect(env.Hub.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hub-secret"},
+		Data: map[string][]byte{"token": []byte(onHub)}})).To(Succeed())
 	for name, tmpl := range secretTemplates(src, child, declared) {
 		placedPolicy(t, ns, mc.Name, name, "", tmpl)
 	}
-	ctx := t.Context()
 	g.Eventually(replicaHistory(ctx, ns, "compare", mc.Name), eventually, poll).Should(HaveExactElements(
 		"NonCompliant", ContainSubstring("NonCompliant; violation - secrets [stored] found but not as specified in namespace "+src)))
 	g.Eventually(replicaHistory(ctx, ns, "exact", mc.Name), eventually, poll).Should(HaveExactElements(
@@ -49,7 +54,21 @@ func TestNoSecretInOutputs(t *testing.T) {
 		"NonCompliant", ContainSubstring("cannot be created")))
 	g.Eventually(replicaHistory(ctx, ns, "propagate", mc.Name), eventually, poll).Should(HaveExactElements(
 		"Compliant", HavePrefix("Compliant")))
-	for _, name := range []string{"compare", "exact", "enforce", "propagate"} {
+	for _, name := range []string{"hub-template", "managed-template"} {
+		g.Eventually(replicaHistory(ctx, ns, name, mc.Name), eventually, poll).Should(HaveExactElements(
+			"Compliant", HavePrefix("Compliant")), name)
+	}
+	for name, want := range map[string]string{"from-hub": onHub, "from-managed": stored} {
+		s := &corev1.Secret{}
+		g.Expect(mc.Client.Get(ctx, client.ObjectKey{Namespace: src, Name: name}, s)).To(Succeed())
+		g.Expect(string(s.Data["token"])).To(Equal(want), "the template's Secret %s holds the value", name)
+	}
+	replica := &policyv1.Policy{}
+	g.Expect(env.Hub.Client.Get(ctx, client.ObjectKey{Namespace: mc.Name, Name: ns + ".hub-template"}, replica)).To(Succeed())
+	replicaJSON, err := json.Marshal(replica)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(replicaJSON)).To(ContainSubstring("$ocm_encrypted:"), "the hub replica holds the value encrypted")
+	for _, name := range []string{"compare", "exact", "enforce", "propagate", "hub-template", "managed-template"} {
 		t.Logf("%s: %q", name, replicaHistory(ctx, ns, name, mc.Name)())
 	}
 	copied := &corev1.Secret{}
@@ -58,16 +77,16 @@ func TestNoSecretInOutputs(t *testing.T) {
 	}, eventually, poll).Should(Succeed(), "the HierarchyPolicy copies the Secret")
 	g.Expect(string(copied.Data["token"])).To(Equal(stored))
 
-	outputs := map[string]string{"controller logs": logs.String()}
+	outputs := map[string]string{"controller logs": logs.String(), "hub replica": string(replicaJSON)}
 	for name, c := range map[string]client.Client{"hub": env.Hub.Client, "managed": mc.Client} {
 		outputs[name+" events"] = eventsText(t, c)
 		outputs[name+" statuses"] = statusesText(t, c)
 	}
 	for where, text := range outputs {
-		if where != "hub events" { // the hub records events only when propagation fails
+		if where != "hub events" && where != "hub replica" { // the hub records events only when propagation fails
 			g.Expect(text).NotTo(BeEmpty(), where)
 		}
-		for _, secret := range []string{stored, declared} {
+		for _, secret := range []string{stored, declared, onHub} {
 			for _, form := range []string{secret, base64.StdEncoding.EncodeToString([]byte(secret))} {
 				g.Expect(strings.Contains(text, form)).To(BeFalse(), "%s show a Secret value (%s)", where, form)
 			}
@@ -125,6 +144,10 @@ spec:
 			`{apiVersion: v1, kind: Secret, metadata: {name: stored, namespace: `+src+`}, data: {token: `+other+`}}`),
 		"enforce": cfg("secret-enforce", "enforce", "musthave", "",
 			`{apiVersion: v1, kind: Secret, metadata: {name: declared, namespace: `+child+`-missing}, data: {token: `+enc+`}}`),
+		"hub-template": cfg("secret-hub-template", "enforce", "musthave", "",
+			`{apiVersion: v1, kind: Secret, metadata: {name: from-hub, namespace: `+src+`}, data: {token: '{{hub fromSecret "" "hub-secret" "token" hub}}'}}`),
+		"managed-template": cfg("secret-managed-template", "enforce", "musthave", "\n    recordDiff: InStatus",
+			`{apiVersion: v1, kind: Secret, metadata: {name: from-managed, namespace: `+src+`}, data: {token: '{{ fromSecret "`+src+`" "stored" "token" }}'}}`),
 		"propagate": `
 apiVersion: hierarchy.canopy.io/v1alpha1
 kind: HierarchyPolicy
