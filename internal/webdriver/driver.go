@@ -46,6 +46,7 @@ func StartDriver(ctx context.Context, path string) (*Driver, error) {
 	// Note: not exec.CommandContext: the driver lives until Stop, not until
 	// the start context ends.
 	cmd := exec.Command(path, "--port="+strconv.Itoa(port), "--allowed-ips=127.0.0.1") //nolint:gosec // the driver path is the caller's
+	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", path, err)
 	}
@@ -81,10 +82,10 @@ func (d *Driver) waitReady(ctx context.Context) error {
 	}
 }
 
-// Stop kills the driver and waits for it to exit. The browsers of sessions
-// not deleted die with it.
+// Stop kills the driver and the browsers of sessions not deleted (its
+// process group), and waits for the driver to exit.
 func (d *Driver) Stop() {
-	_ = d.cmd.Process.Kill()
+	killGroup(d.cmd)
 	<-d.done
 }
 

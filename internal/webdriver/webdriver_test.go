@@ -2,6 +2,7 @@ package webdriver
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -25,7 +26,7 @@ func TestSession(t *testing.T) {
 	t.Cleanup(drv.Stop)
 	s, err := drv.NewSession(ctx, ChromiumOptions(t.TempDir()))
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = s.Delete(ctx) })
+	t.Cleanup(func() { _ = s.Delete(context.WithoutCancel(ctx)) }) // t.Context() is done when cleanups run
 
 	g.Expect(s.Navigate(ctx, page.URL)).To(Succeed())
 	g.Expect(s.Text(ctx, "p.x")).To(Equal("one"))

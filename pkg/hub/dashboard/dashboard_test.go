@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"net/http"
@@ -211,7 +212,7 @@ func browser(t *testing.T) *webdriver.Session {
 	t.Cleanup(drv.Stop)
 	s, err := drv.NewSession(t.Context(), webdriver.ChromiumOptions(t.TempDir()))
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = s.Delete(t.Context()) })
+	t.Cleanup(func() { _ = s.Delete(context.WithoutCancel(t.Context())) }) // t.Context() is done when cleanups run
 	g.Expect(s.SetWindowSize(t.Context(), 1280, 860)).To(Succeed())
 	return s
 }
