@@ -194,7 +194,8 @@ func expectRecreate(ctx context.Context, t *templatesRun) {
 	t.patchHub(ctx, "ConfigMap", "release-values", map[string]any{"data": map[string]any{"release": "2026.12"}})
 	for _, c := range t.input.Clusters {
 		Eventually(func(g Gomega) map[string]string {
-			cm := t.configMap(ctx, c, "default", "release-pin")
+			cm := &corev1.ConfigMap{} // absent for a moment while it is recreated
+			g.Expect(t.input.Env.Cluster(c).Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "release-pin"}, cm)).To(Succeed())
 			g.Expect(string(cm.UID)).NotTo(Equal(before[c]), "recreated")
 			return cm.Data
 		}).WithContext(ctx).WithTimeout(templatesTimeout).Should(Equal(map[string]string{"release": "2026.12"}), c)
