@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/pkg/spoke/dryrun"
+	"github.com/canopy-policy/canopy/pkg/agent/dryrun"
 )
 
 // hubTemplatesExample is the example of hub templates: a Policy whose

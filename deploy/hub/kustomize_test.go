@@ -1,4 +1,4 @@
-// Tests of the kustomize bases deploy/hub and deploy/spoke: they build with
+// Tests of the kustomize bases deploy/hub and deploy/agent: they build with
 // kustomize's own library (what `kubectl apply -k` runs) and the API server
 // accepts what they render.
 package hub_test
@@ -67,9 +67,9 @@ func TestHubBase(t *testing.T) {
 	}
 }
 
-func TestSpokeBase(t *testing.T) {
+func TestAgentBase(t *testing.T) {
 	g := NewWithT(t)
-	objs := build(t, "../spoke")
+	objs := build(t, "../agent")
 	got := names(objs)
 	g.Expect(got).To(ContainElements(
 		"Namespace//canopy-system",
@@ -120,7 +120,7 @@ func TestBasesApply(t *testing.T) {
 	// Note: a dry run creates nothing, so the namespace the others live in
 	// must exist for real.
 	g.Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "canopy-system"}})).To(Succeed())
-	for _, dir := range []string{".", "../spoke"} {
+	for _, dir := range []string{".", "../agent"} {
 		for _, obj := range build(t, dir) {
 			err := hub.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
 				client.DryRunAll, client.ForceOwnership, client.FieldOwner("kustomize-test"))

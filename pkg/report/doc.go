@@ -13,6 +13,6 @@
 // It is pure — it reads objects already fetched — so the demo, the CLI and
 // the dashboard share one model and one rendering of the same data. The
 // compliance messages it reads are those of pkg/compliance (state) and
-// pkg/spoke/templatesync (Pending and cycle messages, see ParsePending and
+// pkg/agent/templatesync (Pending and cycle messages, see ParsePending and
 // ParseCycle).
 package report

@@ -8,8 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/agent/templatesync"
 	"github.com/canopy-policy/canopy/pkg/compliance"
-	"github.com/canopy-policy/canopy/pkg/spoke/templatesync"
 )
 
 func unmet(kind, name, reason string) templatesync.Unmet {

@@ -11,7 +11,7 @@ import (
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/pkg/spoke/syncer"
+	"github.com/canopy-policy/canopy/pkg/agent/syncer"
 )
 
 var (

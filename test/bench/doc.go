@@ -25,7 +25,7 @@
 //     a plain client creating, then updating, the same replicas), the
 //     ConfigMap reads and watches the hub made, writes after a restart with
 //     nothing changed, and the hub's peak RSS.
-//   - spoke: 2,000 ConfigurationPolicies in 500 dependency chains of depth
+//   - agent: 2,000 ConfigurationPolicies in 500 dependency chains of depth
 //     4; the latency from a dependency turning Compliant to the dependant's
 //     template existing and evaluated (p50, p99), and the agent's RSS and
 //     CPU at idle.

@@ -18,7 +18,7 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/pkg/spoke/hubconn/agenttest"
+	"github.com/canopy-policy/canopy/pkg/agent/hubconn/agenttest"
 	"github.com/canopy-policy/canopy/test/inproc"
 )
 

@@ -9,12 +9,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/pkg/agent/configpolicy"
+	"github.com/canopy-policy/canopy/pkg/agent/hubconn/agenttest"
+	"github.com/canopy-policy/canopy/pkg/agent/syncer"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
 	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
-	"github.com/canopy-policy/canopy/pkg/spoke/configpolicy"
-	"github.com/canopy-policy/canopy/pkg/spoke/hubconn/agenttest"
-	"github.com/canopy-policy/canopy/pkg/spoke/syncer"
 )
 
 // StartHub runs the hub controllers (propagator, root and PolicySet status)

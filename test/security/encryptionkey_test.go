@@ -15,11 +15,11 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/canopy-policy/canopy/deploy/spoke"
+	"github.com/canopy-policy/canopy/deploy/agent"
 	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/pkg/agent/hubconn/agenttest"
 	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
-	"github.com/canopy-policy/canopy/pkg/spoke/hubconn/agenttest"
 	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
@@ -153,7 +153,7 @@ func createSecret(t *testing.T, namespace, name string) *corev1.Secret {
 const keyCopyUser = "canopy-agent-keycopy"
 
 // TestRestrictedAgentCopiesKey runs the agent with only its generated
-// minimal ClusterRole (deploy/spoke/rbac/role.yaml) and its hub identity:
+// minimal ClusterRole (deploy/agent/rbac/role.yaml) and its hub identity:
 // that is enough to copy the cluster's encryption key to the managed
 // cluster and to delete the copy with the hub's key, and no other Secret
 // of the cluster namespace is copied.
@@ -189,7 +189,7 @@ func TestRestrictedAgentCopiesKey(t *testing.T) {
 func minimalIdentity(t *testing.T, mc *testenv.ManagedCluster, user string) *rest.Config {
 	t.Helper()
 	g := NewWithT(t)
-	role, err := spoke.ClusterRole()
+	role, err := agent.ClusterRole()
 	g.Expect(err).NotTo(HaveOccurred())
 	role.Name = user
 	binding := &rbacv1.ClusterRoleBinding{

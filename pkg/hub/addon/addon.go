@@ -25,7 +25,7 @@ const (
 	AgentName = agentrbac.AgentName
 	// EnforcementClusterRoleName names the ClusterRole (and its binding) of
 	// what the agent's policies read and write on the managed cluster,
-	// deploy/spoke/rbac/enforcement/role.yaml.
+	// deploy/agent/rbac/enforcement/role.yaml.
 	EnforcementClusterRoleName = AgentName + "-enforcement"
 	// DefaultImage is the agent image when neither --agent-image nor an
 	// AddOnDeploymentConfig says otherwise.
@@ -57,7 +57,7 @@ type Options struct {
 type AgentAddon struct {
 	opts      Options
 	configs   utils.AddOnDeploymentConfigGetter
-	extra     []runtime.Object // the spoke CRDs and ClusterRole, the same for every cluster
+	extra     []runtime.Object // the agent CRDs and ClusterRole, the same for every cluster
 	addonOpts agent.AgentAddonOptions
 }
 

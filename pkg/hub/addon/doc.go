@@ -5,7 +5,7 @@
 //
 //   - the ManifestWork in the cluster namespace that installs the agent
 //     (Namespace, ServiceAccount, the ClusterRoles canopy-agent and
-//     canopy-agent-enforcement with their bindings, the spoke CRDs and the
+//     canopy-agent-enforcement with their bindings, the agent CRDs and the
 //     agent Deployment), rendered per cluster by
 //     AgentAddon.Manifests from the templates under manifests/ and the
 //     cluster's AddOnDeploymentConfig;
