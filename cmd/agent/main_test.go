@@ -14,6 +14,7 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 
 	"github.com/canopy-policy/canopy/internal/cmdutil/cmdtest"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/agent/lease"
 )
@@ -50,9 +51,7 @@ func TestParseFlags(t *testing.T) {
 // clean shutdown.
 func TestRun(t *testing.T) {
 	g := NewWithT(t)
-	env, err := testenv.Start(t.Context(), testenv.Options{ManagedClusters: []string{"cluster1"}, Dir: t.TempDir()})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
+	env := testenv.ForTest(t, testenv.Options{ManagedClusters: []string{"cluster1"}, Dir: t.TempDir()})
 	cluster := env.Managed[0]
 
 	opts, err := parseFlags([]string{
@@ -89,7 +88,7 @@ func expectLeases(t *testing.T, hub client.Client, cluster *testenv.ManagedClust
 // evaluates a ConfigurationPolicy on the managed cluster.
 func expectConfigurationPoliciesEvaluated(t *testing.T, c client.Client) {
 	g := NewWithT(t)
-	ns := testenv.Namespace(t, c)
+	ns := controlplane.Namespace(t, c)
 	p := &policyv1.ConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ns-exists"}}
 	p.Spec.RemediationAction = policyv1.Inform
 	p.Spec.ObjectTemplates = []policyv1.ObjectTemplate{{

@@ -5,24 +5,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/cmdutil"
-	"github.com/canopy-policy/canopy/internal/scheme"
+	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
+	"github.com/canopy-policy/canopy/pkg/hub"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
-	"github.com/canopy-policy/canopy/pkg/hub/dashboard"
-	"github.com/canopy-policy/canopy/pkg/hub/propagator"
-	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
 )
 
 // leaderElectionID names the Lease the hub replicas compete for.
@@ -34,27 +28,12 @@ type options struct {
 	kubeconfig              string
 	leaderElect             bool
 	leaderElectionNamespace string
-	concurrentReconciles    int
-	addonManager            bool
-	agent                   addon.Options
-	dashboardAddress        string
+	hub                     hub.Options
 	zap                     *zap.Options
 }
 
 func main() {
-	opts, err := parseFlags(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	cmdutil.SetupLogger(opts.zap)
-	if err := run(ctrl.SetupSignalHandler(), opts); err != nil {
-		ctrl.Log.Error(err, "Hub controller failed")
-		os.Exit(1)
-	}
+	cmdutil.Main(os.Args[1:], "Hub controller failed", parseFlags, func(o options) *zap.Options { return o.zap }, run)
 }
 
 func parseFlags(args []string) (options, error) {
@@ -66,17 +45,17 @@ func parseFlags(args []string) (options, error) {
 		"Elect a leader so that only one of several hub replicas reconciles at a time.")
 	fs.StringVar(&opts.leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election Lease; empty means the pod's own namespace.")
-	fs.IntVar(&opts.concurrentReconciles, "concurrent-reconciles", 2,
+	fs.IntVar(&opts.hub.ConcurrentReconciles, "concurrent-reconciles", controllerdefaults.HubConcurrency,
 		"How many root policies (and policy sets) each controller reconciles at once.")
-	fs.BoolVar(&opts.addonManager, "addon-manager", true,
+	fs.BoolVar(&opts.hub.AddonManager, "addon-manager", true,
 		"Run the OCM addon manager of canopy-policy, which installs the agent on the clusters the addon is enabled for.")
-	fs.StringVar(&opts.agent.Image, "agent-image", addon.DefaultImage,
+	fs.StringVar(&opts.hub.Agent.Image, "agent-image", addon.DefaultImage,
 		"Agent image; an AddOnDeploymentConfig may override it per cluster (registries, customizedVariables Image).")
-	fs.StringVar(&opts.agent.ImagePullPolicy, "agent-image-pull-policy", "IfNotPresent",
+	fs.StringVar(&opts.hub.Agent.ImagePullPolicy, "agent-image-pull-policy", "IfNotPresent",
 		"Agent imagePullPolicy: Always, IfNotPresent or Never (customizedVariables ImagePullPolicy overrides it).")
-	fs.StringVar(&opts.agent.LogLevel, "agent-log-level", "info",
+	fs.StringVar(&opts.hub.Agent.LogLevel, "agent-log-level", "info",
 		"Agent --zap-log-level: debug, info, error or a positive integer (customizedVariables LogLevel overrides it).")
-	fs.StringVar(&opts.dashboardAddress, "dashboard-address", "",
+	fs.StringVar(&opts.hub.DashboardAddress, "dashboard-address", "",
 		"Address of the read-only compliance dashboard, e.g. 127.0.0.1:8090; empty means no dashboard.")
 	opts.zap = opts.serving.BindFlags(fs, ":8080", ":8081")
 	if err := fs.Parse(args); err != nil {
@@ -85,8 +64,8 @@ func parseFlags(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return opts, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	if opts.concurrentReconciles < 1 {
-		return opts, fmt.Errorf("--concurrent-reconciles must be at least 1, not %d", opts.concurrentReconciles)
+	if opts.hub.ConcurrentReconciles < 1 {
+		return opts, fmt.Errorf("--concurrent-reconciles must be at least 1, not %d", opts.hub.ConcurrentReconciles)
 	}
 	return opts, nil
 }
@@ -97,16 +76,13 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	mgrOpts := manager.Options{
-		Scheme:                  scheme.New(),
-		Cache:                   cacheOptions(),
-		LeaderElection:          opts.leaderElect,
-		LeaderElectionID:        leaderElectionID,
-		LeaderElectionNamespace: opts.leaderElectionNamespace,
-		// Note: releasing on cancel lets a new leader take over at once after
-		// a graceful shutdown; run returns right after the manager stops.
-		LeaderElectionReleaseOnCancel: true,
-	}
+	mgrOpts := hub.ManagerOptions(opts.hub)
+	mgrOpts.LeaderElection = opts.leaderElect
+	mgrOpts.LeaderElectionID = leaderElectionID
+	mgrOpts.LeaderElectionNamespace = opts.leaderElectionNamespace
+	// Note: releasing on cancel lets a new leader take over at once after
+	// a graceful shutdown; run returns right after the manager stops.
+	mgrOpts.LeaderElectionReleaseOnCancel = true
 	opts.serving.Apply(&mgrOpts)
 	mgr, err := cmdutil.NewManager(cfg, mgrOpts)
 	if err != nil {
@@ -115,52 +91,12 @@ func run(ctx context.Context, opts options) error {
 	if err := cmdutil.AddProbes(mgr, map[string]cache.Cache{"hub": mgr.GetCache()}); err != nil {
 		return err
 	}
-	for _, c := range controllers(mgr, opts) {
-		if err := c.SetupWithManager(ctx, mgr); err != nil {
-			return fmt.Errorf("setting up %T: %w", c, err)
-		}
+	if err := hub.Setup(ctx, mgr, opts.hub); err != nil {
+		return err
 	}
 	ctrl.Log.Info("Starting hub controller", "leaderElection", opts.leaderElect)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
-}
-
-// controller is what every hub controller provides.
-type controller interface {
-	SetupWithManager(ctx context.Context, mgr ctrl.Manager) error
-}
-
-// controllers lists every controller the hub runs.
-func controllers(mgr ctrl.Manager, opts options) []controller {
-	c := mgr.GetClient()
-	list := []controller{
-		&propagator.Reconciler{
-			Client:                  c,
-			Recorder:                mgr.GetEventRecorder("canopy-" + propagator.ControllerName),
-			MaxConcurrentReconciles: opts.concurrentReconciles,
-		},
-		&rootstatus.Reconciler{Client: c, MaxConcurrentReconciles: opts.concurrentReconciles},
-		&rootstatus.PolicySetReconciler{Client: c, MaxConcurrentReconciles: opts.concurrentReconciles},
-	}
-	if opts.addonManager {
-		list = append(list, &addon.Manager{Options: opts.agent})
-	}
-	if opts.dashboardAddress != "" {
-		list = append(list, &dashboard.Server{Address: opts.dashboardAddress})
-	}
-	return list
-}
-
-// cacheOptions keeps the hub's cache lean: no managedFields anywhere, no
-// compliance history of replicas (see propagator.TrimPolicy). Placements
-// are cached as metadata only, by the propagator's watch.
-func cacheOptions() cache.Options {
-	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&policyv1.Policy{}: {Transform: propagator.TrimPolicy},
-		},
-	}
 }

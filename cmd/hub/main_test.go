@@ -18,7 +18,7 @@ import (
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
 
 	"github.com/canopy-policy/canopy/internal/cmdutil/cmdtest"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
 )
 
@@ -30,15 +30,15 @@ func TestParseFlags(t *testing.T) {
 	g.Expect(opts.leaderElect).To(BeTrue())
 	g.Expect(opts.serving.HealthAddress).To(Equal(":8081"))
 
-	g.Expect(opts.concurrentReconciles).To(Equal(2))
-	g.Expect(opts.addonManager).To(BeTrue())
-	g.Expect(opts.agent.Image).To(Equal(addon.DefaultImage))
-	g.Expect(opts.dashboardAddress).To(BeEmpty(), "no dashboard unless asked for")
+	g.Expect(opts.hub.ConcurrentReconciles).To(Equal(2))
+	g.Expect(opts.hub.AddonManager).To(BeTrue())
+	g.Expect(opts.hub.Agent.Image).To(Equal(addon.DefaultImage))
+	g.Expect(opts.hub.DashboardAddress).To(BeEmpty(), "no dashboard unless asked for")
 
 	opts, err = parseFlags([]string{"--addon-manager=false", "--agent-image", "example.com/canopy:v1", "--agent-log-level", "debug"})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(opts.addonManager).To(BeFalse())
-	g.Expect(opts.agent).To(Equal(addon.Options{Image: "example.com/canopy:v1", ImagePullPolicy: "IfNotPresent", LogLevel: "debug"}))
+	g.Expect(opts.hub.AddonManager).To(BeFalse())
+	g.Expect(opts.hub.Agent).To(Equal(addon.Options{Image: "example.com/canopy:v1", ImagePullPolicy: "IfNotPresent", LogLevel: "debug"}))
 
 	_, err = parseFlags([]string{"stray"})
 	g.Expect(err).To(MatchError(ContainSubstring("unexpected arguments")))
@@ -52,9 +52,7 @@ func TestParseFlags(t *testing.T) {
 // works and that it shuts down cleanly.
 func TestRun(t *testing.T) {
 	g := NewWithT(t)
-	hub, err := testenv.StartControlPlane(t.Context(), "hub")
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = hub.Stop() })
+	hub := controlplane.ForTest(t, "hub")
 	kubeconfig, err := hub.KubeconfigAs(t.Context(), t.TempDir(), "canopy-hub", "deploy/hub/rbac/role.yaml")
 	g.Expect(err).NotTo(HaveOccurred())
 	dashboard := cmdtest.FreeAddress(t)

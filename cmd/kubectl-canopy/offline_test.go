@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -20,7 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/pkg/vet"
 )
 
@@ -100,25 +99,15 @@ func TestVetExamples(t *testing.T) {
 
 // startManaged starts a managed cluster's API server with the objects of
 // fixture applied.
-func startManaged(t *testing.T, fixture string) *testenv.ControlPlane {
+func startManaged(t *testing.T, fixture string) *controlplane.ControlPlane {
 	t.Helper()
 	ctrl.SetLogger(logr.Discard())
-	ctx, cancel := context.WithTimeout(t.Context(), 3*60e9)
-	defer cancel()
-	cp, err := testenv.StartControlPlane(ctx, "managed")
-	if err != nil {
-		t.Fatalf("starting the managed cluster: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cp.Stop(); err != nil {
-			t.Errorf("stopping the managed cluster: %v", err)
-		}
-	})
-	objs, err := testenv.ReadObjects(fixture)
+	cp := controlplane.ForTest(t, "managed")
+	objs, err := controlplane.ReadObjects(fixture)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testenv.Apply(ctx, cp.Client, objs...); err != nil {
+	if err := controlplane.Apply(t.Context(), cp.Client, objs...); err != nil {
 		t.Fatal(err)
 	}
 	return cp
@@ -158,7 +147,7 @@ func TestPlan(t *testing.T) {
 // resourceVersions maps every object of every listable kind (but leases
 // and events, which the API server and its clients write on their own) to
 // its resourceVersion: any write plan made would change it.
-func resourceVersions(t *testing.T, cp *testenv.ControlPlane) map[string]string {
+func resourceVersions(t *testing.T, cp *controlplane.ControlPlane) map[string]string {
 	t.Helper()
 	dc, err := discovery.NewDiscoveryClientForConfig(cp.Config)
 	if err != nil {

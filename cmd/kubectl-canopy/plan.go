@@ -25,7 +25,8 @@ import (
 	"github.com/canopy-policy/canopy/pkg/agent/configpolicy"
 	"github.com/canopy-policy/canopy/pkg/agent/dryrun"
 	"github.com/canopy-policy/canopy/pkg/agent/syncer"
-	"github.com/canopy-policy/canopy/pkg/hub/propagator"
+	"github.com/canopy-policy/canopy/pkg/hubtemplates"
+	"github.com/canopy-policy/canopy/pkg/replica"
 	"github.com/canopy-policy/canopy/pkg/templating"
 	"github.com/canopy-policy/canopy/pkg/vet"
 )
@@ -211,7 +212,7 @@ func (p *planner) planPolicy(ctx context.Context, obj map[string]any) ([]planOf,
 	}
 	parent := "Policy " + policy.Namespace + "/" + policy.Name + " > "
 	planned, ns := policy, policy.Namespace
-	if _, replica := policy.Labels[policyv1.RootPolicyLabel]; !replica {
+	if !replica.IsReplica(policy) {
 		ns = p.namespace
 		var err error
 		if planned, err = p.resolveHubTemplates(ctx, policy); err != nil {
@@ -241,11 +242,11 @@ func (p *planner) resolveHubTemplates(ctx context.Context, root *policyv1.Policy
 	}) {
 		return root, nil
 	}
-	replica, err := propagator.ResolveHubTemplates(ctx, p.hub, root, p.cluster)
-	if replica == nil {
+	resolved, err := hubtemplates.ResolveReplica(ctx, p.hub, root, p.cluster)
+	if resolved == nil {
 		return nil, fmt.Errorf("resolving the hub templates for cluster %s: %w", p.cluster, err)
 	}
-	return replica, nil // the failures are on the templates, reported by planTemplate
+	return resolved, nil // the failures are on the templates, reported by planTemplate
 }
 
 // policyTemplate is a policy template of policy, the Policy of the file,
@@ -284,7 +285,7 @@ func (p *planner) hubProblem(t policyTemplate, def *unstructured.Unstructured) s
 	if !templating.HasHubTemplate(t.raw) || disablesTemplates(t.policy.Annotations) || disablesTemplates(def.GetAnnotations()) {
 		return ""
 	}
-	if _, replica := t.policy.Labels[policyv1.RootPolicyLabel]; replica {
+	if replica.IsReplica(t.policy) {
 		return "hub templates ({{hub ... hub}}) left unresolved in a replica: the hub resolves them when it " +
 			"propagates the root Policy; plan the root Policy with --hub-kubeconfig and --cluster"
 	}

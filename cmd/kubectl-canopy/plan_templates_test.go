@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/base64"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
@@ -12,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/agent/dryrun"
 )
@@ -46,18 +45,9 @@ func TestPlanTemplates(t *testing.T) {
 func startTemplatesEnv(t *testing.T) *testenv.Env {
 	t.Helper()
 	ctrl.SetLogger(logr.Discard())
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	env, err := testenv.Start(ctx, testenv.Options{ManagedClusters: []string{"cluster1", "cluster2"}})
-	if err != nil {
-		t.Fatalf("starting the hub and managed clusters: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping the clusters: %v", err)
-		}
-	})
-	example, err := testenv.ReadObjects(hubTemplatesExample)
+	ctx := t.Context()
+	env := testenv.ForTest(t, testenv.Options{ManagedClusters: []string{"cluster1", "cluster2"}})
+	example, err := controlplane.ReadObjects(hubTemplatesExample)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,14 +57,14 @@ func startTemplatesEnv(t *testing.T) *testenv.Env {
 			hubObjects = append(hubObjects, obj)
 		}
 	}
-	if err := testenv.Apply(ctx, env.Hub.Client, hubObjects...); err != nil {
+	if err := controlplane.Apply(ctx, env.Hub.Client, hubObjects...); err != nil {
 		t.Fatal(err)
 	}
-	managed, err := testenv.ReadObjects("testdata/plan-templates/cluster.yaml")
+	managed, err := controlplane.ReadObjects("testdata/plan-templates/cluster.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := testenv.Apply(ctx, env.Cluster("cluster1").Client, managed...); err != nil {
+	if err := controlplane.Apply(ctx, env.Cluster("cluster1").Client, managed...); err != nil {
 		t.Fatal(err)
 	}
 	return env

@@ -12,10 +12,12 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/agent/statussync"
 	"github.com/canopy-policy/canopy/pkg/agent/templatesync"
 	"github.com/canopy-policy/canopy/pkg/compliance"
+	"github.com/canopy-policy/canopy/pkg/depgraph"
 )
 
 // applyFixture applies testdata/hub.yaml, places everything on every
@@ -23,9 +25,9 @@ import (
 func applyFixture(t *testing.T, env *testenv.Env) {
 	t.Helper()
 	g := NewWithT(t)
-	objs, err := testenv.ReadObjects("testdata/hub.yaml")
+	objs, err := controlplane.ReadObjects("testdata/hub.yaml")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(testenv.Apply(t.Context(), env.Hub.Client, objs...)).To(Succeed())
+	g.Expect(controlplane.Apply(t.Context(), env.Hub.Client, objs...)).To(Succeed())
 	for _, ns := range []string{"ops", "policies"} {
 		g.Expect(env.SetPlacementDecisions(t.Context(), ns, "everywhere", readClusters...)).To(Succeed())
 	}
@@ -47,7 +49,7 @@ func reportCompliance(t *testing.T, agent client.Client, cluster string) {
 	replicas := &policyv1.PolicyList{}
 	g.Expect(agent.List(t.Context(), replicas, client.InNamespace(cluster))).To(Succeed())
 	kinds := map[schema.GroupKind]bool{{Group: policyv1.GroupName, Kind: policyv1.ConfigurationPolicyKind}: true}
-	graph := templatesync.GraphFor(cluster, kinds, replicas.Items)
+	graph := depgraph.GraphFor(cluster, kinds, replicas.Items)
 	observed := observations(cluster)
 	for i := range replicas.Items {
 		replica := &replicas.Items[i]
@@ -56,7 +58,7 @@ func reportCompliance(t *testing.T, agent client.Client, cluster string) {
 		for _, pt := range replica.Spec.PolicyTemplates {
 			kind, name := pt.KindAndName()
 			templates = append(templates, name)
-			for _, c := range verdicts(graph, replica, pt, templatesync.Node{Kind: kind, Name: name}, observed, cluster) {
+			for _, c := range verdicts(graph, replica, pt, depgraph.Node{Kind: kind, Name: name}, observed, cluster) {
 				c.Template.Namespace, c.Template.Name = cluster, name
 				at := t0.Add(time.Duration(len(events)) * time.Minute)
 				ev := compliance.NewEvent(compliance.ParentFromPolicy(replica), c, compliance.EventSource{Component: "canopy-agent"}, nil, false, at)
@@ -64,7 +66,7 @@ func reportCompliance(t *testing.T, agent client.Client, cluster string) {
 			}
 		}
 		replica.Status.Details = statussync.Details(templates, statussync.Entries(string(replica.UID), events), nil)
-		replica.Status.ComplianceState = statussync.Aggregate(replica.Status.Details)
+		replica.Status.ComplianceState = statussync.PolicyCompliance(replica.Status.Details)
 		g.Expect(agent.Status().Update(t.Context(), replica)).To(Succeed())
 	}
 }
@@ -72,12 +74,12 @@ func reportCompliance(t *testing.T, agent client.Client, cluster string) {
 // observations are what the agent of cluster finds of the dependencies: the
 // operator's compliance there, the quota policy Compliant, and no
 // Namespace prod.
-func observations(cluster string) map[templatesync.Key]templatesync.Observation {
-	policy := func(name string) templatesync.Key {
-		return templatesync.Key{Group: policyv1.GroupName, Version: "v1", Kind: policyv1.PolicyKind, Namespace: cluster, Name: name}
+func observations(cluster string) map[depgraph.Key]templatesync.Observation {
+	policy := func(name string) depgraph.Key {
+		return depgraph.Key{Group: policyv1.GroupName, Version: "v1", Kind: policyv1.PolicyKind, Namespace: cluster, Name: name}
 	}
 	operator := evaluations[cluster]["operator-subscription"]
-	return map[templatesync.Key]templatesync.Observation{
+	return map[depgraph.Key]templatesync.Observation{
 		policy("ops.operator"):    {Found: true, Compliance: operator[len(operator)-1].State},
 		policy("policies.quota"):  {Found: true, Compliance: policyv1.Compliant},
 		policy("policies.loop-a"): {Found: true, Compliance: policyv1.NonCompliant},
@@ -86,13 +88,13 @@ func observations(cluster string) map[templatesync.Key]templatesync.Observation 
 }
 
 // verdicts are the compliance events of one template, oldest first.
-func verdicts(graph templatesync.Graph, replica *policyv1.Policy, pt policyv1.PolicyTemplate, node templatesync.Node,
-	observed map[templatesync.Key]templatesync.Observation, cluster string,
+func verdicts(graph depgraph.Graph, replica *policyv1.Policy, pt policyv1.PolicyTemplate, node depgraph.Node,
+	observed map[depgraph.Key]templatesync.Observation, cluster string,
 ) []compliance.Compliance {
 	if cycle := graph.CycleMessage(replica.Name, node); cycle != "" {
 		return []compliance.Compliance{{State: policyv1.NonCompliant, Message: cycle}}
 	}
-	deps, err := templatesync.Resolve(cluster, nil, replica.Spec.Dependencies, pt.ExtraDependencies)
+	deps, err := depgraph.Resolve(cluster, nil, replica.Spec.Dependencies, pt.ExtraDependencies)
 	if err != nil {
 		return []compliance.Compliance{{State: policyv1.NonCompliant, Message: err.Error()}}
 	}

@@ -15,6 +15,7 @@ import (
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	"github.com/canopy-policy/canopy/pkg/agent/syncer"
+	"github.com/canopy-policy/canopy/pkg/hierarchy"
 )
 
 // treeItem is one namespace (or abstract node) of a printed tree.
@@ -101,7 +102,7 @@ func runTree(ctx context.Context, opts *globalOptions) (treeReport, error) {
 // declared is the tree of one HierarchyPolicy, from the syncer's own tree
 // building.
 func declared(p *hierarchyv1alpha1.HierarchyPolicy, exists map[string]bool) declaredTree {
-	nodes := syncer.DeclaredTree(p)
+	nodes := hierarchy.DeclaredTree(p)
 	items := map[string]*treeItem{}
 	for _, n := range nodes {
 		item := &treeItem{Name: n.Name}
@@ -122,7 +123,7 @@ func declared(p *hierarchyv1alpha1.HierarchyPolicy, exists map[string]bool) decl
 		}
 		items[n.Name] = item
 	}
-	out := declaredTree{Policy: p.Namespace + "/" + p.Name, Roots: []*treeItem{}, Problems: syncer.TreeProblems(p)}
+	out := declaredTree{Policy: p.Namespace + "/" + p.Name, Roots: []*treeItem{}, Problems: hierarchy.TreeProblems(p)}
 	for _, n := range nodes {
 		parent, ok := items[n.Parent]
 		switch {

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
 // build renders the kustomization in dir as `kustomize build dir` does.
@@ -113,9 +113,7 @@ func TestAgentBase(t *testing.T) {
 // the CRDs it has (OCM's included, as on an OCM hub).
 func TestBasesApply(t *testing.T) {
 	g := NewWithT(t)
-	hub, err := testenv.StartControlPlane(t.Context(), "hub")
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = hub.Stop() })
+	hub := controlplane.ForTest(t, "hub")
 	ctx := t.Context()
 	// Note: a dry run creates nothing, so the namespace the others live in
 	// must exist for real.

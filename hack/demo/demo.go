@@ -17,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/testenv/ocmagents"
 	"github.com/canopy-policy/canopy/pkg/report"
 )
 
@@ -43,19 +45,24 @@ func (d *demo) say(format string, args ...any) {
 	fmt.Fprintf(d.out, format+"\n", args...)
 }
 
-// startClusters starts the hub, the managed clusters and OCM's placement
-// controller, and labels the clusters as the examples' Placements expect:
+// startClusters starts the hub, the managed clusters, OCM's placement
+// controller and work agents (internal/testenv/ocmagents), and labels the clusters as the examples' Placements expect:
 // every cluster is a dev cluster, and the last one is also a canary.
 func (d *demo) startClusters(ctx context.Context) error {
 	start := time.Now()
 	d.say("Starting a hub and %d managed clusters (kube-apiserver + etcd each), OCM's placement controller and work agents...",
 		len(d.opts.clusters))
-	env, err := testenv.Start(ctx, testenv.Options{ManagedClusters: d.opts.clusters, Dir: d.dir,
-		PlacementController: true, WorkAgents: true})
+	env, err := testenv.Start(ctx, testenv.Options{ManagedClusters: d.opts.clusters, Dir: d.dir})
 	if err != nil {
 		return fmt.Errorf("starting the clusters: %w", err)
 	}
 	d.env = env
+	if err := ocmagents.StartPlacementController(ctx, env); err != nil {
+		return fmt.Errorf("starting the placement controller: %w", err)
+	}
+	if err := ocmagents.StartWorkAgents(ctx, env); err != nil {
+		return err
+	}
 	for i, name := range d.opts.clusters {
 		labels := map[string]string{"environment": "dev"}
 		if i == len(d.opts.clusters)-1 {
@@ -98,7 +105,7 @@ func (d *demo) startCanopy(context.Context) error {
 
 // applyExamples applies the example policies on the hub.
 func (d *demo) applyExamples(ctx context.Context) error {
-	objs, err := testenv.ReadObjects(d.opts.examples...)
+	objs, err := controlplane.ReadObjects(d.opts.examples...)
 	if err != nil {
 		return fmt.Errorf("reading the examples: %w", err)
 	}
@@ -108,7 +115,7 @@ func (d *demo) applyExamples(ctx context.Context) error {
 			obj.SetNamespace(examplesNamespace)
 		}
 	}
-	if err := testenv.Apply(ctx, d.env.Hub.Client, objs...); err != nil {
+	if err := controlplane.Apply(ctx, d.env.Hub.Client, objs...); err != nil {
 		return fmt.Errorf("applying the examples: %w", err)
 	}
 	d.say("Applied %d objects from %v on the hub.", len(objs), d.opts.examples)

@@ -1,9 +1,9 @@
 // Command demo runs the whole of Canopy locally: a hub and managed clusters
-// (each a real kube-apiserver and etcd), OCM's placement controller in
-// process, the hub controller and one agent per cluster as local processes,
-// and the example policies. It prints the fleet's compliance as it changes,
-// then keeps running so the user can explore with kubectl. `make demo`
-// builds the binaries and runs it.
+// (each a real kube-apiserver and etcd), OCM's placement controller and work
+// agents in process, the hub controller and one agent per cluster as local
+// processes, and the example policies. It prints the fleet's compliance as it
+// changes, then keeps running so the user can explore with kubectl. `make
+// demo` builds the binaries and runs it.
 package main
 
 import (
@@ -18,7 +18,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
 // options are the demo's flags.
@@ -44,7 +44,7 @@ func main() {
 	flag.DurationVar(&opts.settle, "settle-timeout", 3*time.Minute, "How long to show compliance changes before handing over.")
 	flag.Parse()
 	opts.clusters, opts.examples = strings.Split(clusters, ","), strings.Split(examples, ",")
-	testenv.LeaveSignalsToCaller() // run stops everything on Ctrl-C
+	controlplane.LeaveSignalsToCaller() // run stops everything on Ctrl-C
 	if err := run(ctrl.SetupSignalHandler(), opts, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)

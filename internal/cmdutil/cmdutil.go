@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"os"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -112,4 +113,23 @@ func RESTConfig(path string) (*rest.Config, error) {
 		cfg.QPS = -1
 	}
 	return cfg, nil
+}
+
+// Main is a binary's main: it parses args with parse (exit 2 on bad flags,
+// 0 for -h), sets up the logger with the zap options zapOf gives, and runs
+// run until SIGINT or SIGTERM; when run fails it logs failure and exits 1.
+func Main[T any](args []string, failure string, parse func([]string) (T, error), zapOf func(T) *zap.Options, run func(context.Context, T) error) {
+	opts, err := parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	SetupLogger(zapOf(opts))
+	if err := run(ctrl.SetupSignalHandler(), opts); err != nil {
+		ctrl.Log.Error(err, failure)
+		os.Exit(1)
+	}
 }

@@ -9,24 +9,31 @@ import (
 )
 
 // background holds what runs in the test's process for an Env until Stop,
-// such as OCM's controllers and agents.
+// such as OCM's controllers and agents (internal/testenv/ocmagents).
 type background struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// newBackground returns a background and its context, which outlives ctx
-// (a start-up context) but keeps its logger: OCM's code logs through
-// klog.FromContext, so without a logger in ctx it logs nothing.
-func newBackground(ctx context.Context) (*background, context.Context) {
+// Background lets code outside this package, such as
+// internal/testenv/ocmagents, run something in the test's process for as
+// long as the Env runs. It returns a context that ends when Stop begins (or
+// at once if Stop already ran) and a goRun that runs fn in a goroutine Stop
+// waits for, before it stops the control planes; fn must return once bctx
+// ends. bctx outlives ctx, a start-up context, but keeps its logger: OCM's
+// code logs through klog.FromContext, so without a logger it logs nothing.
+func (e *Env) Background(ctx context.Context) (bctx context.Context, goRun func(fn func())) {
 	logger := logr.FromContextOrDiscard(ctx)
 	bctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
-	return &background{cancel: cancel}, bctx
-}
-
-// goRun runs fn in a goroutine; fn must return once the context ends.
-func (b *background) goRun(fn func()) {
-	b.wg.Go(fn)
+	bg := &background{cancel: cancel}
+	e.bgMu.Lock()
+	defer e.bgMu.Unlock()
+	if e.bgStopped {
+		cancel()
+	} else {
+		e.background = append(e.background, bg)
+	}
+	return bctx, bg.wg.Go
 }
 
 // stop cancels the context and waits for every goRun to return.
@@ -35,18 +42,11 @@ func (b *background) stop() {
 	b.wg.Wait()
 }
 
-// addBackground makes Stop stop bg, before the control planes.
-func (e *Env) addBackground(bg *background) {
-	e.bgMu.Lock()
-	defer e.bgMu.Unlock()
-	e.background = append(e.background, bg)
-}
-
-// stopBackground stops everything addBackground was given, at once.
+// stopBackground stops everything Background started, at once.
 func (e *Env) stopBackground() {
 	e.bgMu.Lock()
 	bgs := e.background
-	e.background = nil
+	e.background, e.bgStopped = nil, true
 	e.bgMu.Unlock()
 	var wg sync.WaitGroup
 	for _, bg := range bgs {

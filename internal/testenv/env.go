@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
 // HubName is the name of the hub's control plane and kubeconfig (hub.kubeconfig).
@@ -35,13 +37,6 @@ type Options struct {
 	// <cluster>-hub.kubeconfig) and, under state/, the control planes' data,
 	// removed on Stop. Empty means a new temporary directory, removed on Stop.
 	Dir string
-	// PlacementController runs OCM's placement controller against the hub
-	// (see StartPlacementController), instead of tests writing decisions
-	// with SetPlacementDecisions.
-	PlacementController bool
-	// WorkAgents runs OCM's work agent for every managed cluster (see
-	// StartWorkAgent), so that ManifestWorks on the hub are applied.
-	WorkAgents bool
 	// AuditLog makes every API server log every write, with the deleted
 	// object for deletions (ControlPlane.ReadAuditLog).
 	AuditLog bool
@@ -50,7 +45,7 @@ type Options struct {
 // Env is a hub and its managed clusters.
 type Env struct {
 	// Hub is the hub cluster.
-	Hub *ControlPlane
+	Hub *controlplane.ControlPlane
 	// Managed are the managed clusters, in the order they were asked for.
 	Managed []*ManagedCluster
 	// Dir holds the kubeconfigs.
@@ -63,13 +58,14 @@ type Env struct {
 	stopErr  error
 
 	bgMu       sync.Mutex
-	background []*background // OCM's controllers and agents, stopped first on Stop
+	background []*background // what Background started, stopped first on Stop
+	bgStopped  bool          // Stop has stopped background
 }
 
 // ManagedCluster is a managed cluster's API server and the agent's view of
 // the hub.
 type ManagedCluster struct {
-	*ControlPlane
+	*controlplane.ControlPlane
 	// HubConfig is the agent's hub identity, allowed only what
 	// pkg/hub/agentrbac grants in the cluster namespace (named Name).
 	HubConfig *rest.Config
@@ -90,27 +86,24 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	if err := validateNames(names); err != nil {
 		return nil, err
 	}
-	sweep()
+	controlplane.Sweep()
 	e, err := newEnv(opts.Dir)
 	if err != nil {
 		return nil, err
 	}
-	track(e, e.Stop)
+	controlplane.Track(e, e.Stop)
 	defer func() {
 		if retErr != nil {
 			retErr = errors.Join(retErr, e.Stop())
 		}
 	}()
-	state := filepath.Join(e.Dir, stateDirName)
-	if err := claimStateDir(state); err != nil {
+	state := filepath.Join(e.Dir, controlplane.StateDirName)
+	if err := controlplane.ClaimStateDir(state); err != nil {
 		return nil, err
 	}
 	e.state = state
 	e.identity = e.certificateIdentity
 	if err := e.startPlanes(ctx, names, opts.AuditLog); err != nil {
-		return nil, err
-	}
-	if err := e.startOCM(ctx, opts); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -120,11 +113,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 // parallel and registers every cluster on the hub as soon as the hub is up.
 // Every plane started stays reachable by Stop, even when another fails.
 func (e *Env) startPlanes(ctx context.Context, names []string, audit bool) error {
-	planes := make([]*ControlPlane, len(names))
+	planes := make([]*controlplane.ControlPlane, len(names))
 	e.Managed = make([]*ManagedCluster, len(names))
 	var g errgroup.Group
 	g.Go(func() error {
-		hub, err := startControlPlane(ctx, HubName, e.state, filepath.Join(e.Dir, HubName+".kubeconfig"), audit)
+		hub, err := e.startPlane(ctx, HubName, audit)
 		if err != nil {
 			return err
 		}
@@ -141,7 +134,7 @@ func (e *Env) startPlanes(ctx context.Context, names []string, audit bool) error
 	})
 	for i, name := range names {
 		g.Go(func() (err error) {
-			planes[i], err = startControlPlane(ctx, name, e.state, filepath.Join(e.Dir, name+".kubeconfig"), audit)
+			planes[i], err = e.startPlane(ctx, name, audit)
 			return err
 		})
 	}
@@ -163,19 +156,12 @@ func (e *Env) startPlanes(ctx context.Context, names []string, audit bool) error
 	return nil
 }
 
-// startOCM starts the OCM components opts asks for.
-func (e *Env) startOCM(ctx context.Context, opts Options) error {
-	if opts.PlacementController {
-		if err := e.StartPlacementController(ctx); err != nil {
-			return fmt.Errorf("starting the placement controller: %w", err)
-		}
-	}
-	if opts.WorkAgents {
-		if err := e.startWorkAgents(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
+// startPlane starts the control plane name, its state under the Env's state
+// directory and its kubeconfig at Dir/<name>.kubeconfig.
+func (e *Env) startPlane(ctx context.Context, name string, audit bool) (*controlplane.ControlPlane, error) {
+	return controlplane.StartIn(ctx, name, controlplane.Options{
+		StateDir: e.state, KubeconfigPath: filepath.Join(e.Dir, name+".kubeconfig"), AuditLog: audit,
+	})
 }
 
 // FromKubeconfigs connects to existing clusters instead of starting control
@@ -200,11 +186,11 @@ func FromKubeconfigs(ctx context.Context, hub string, managed map[string]string)
 		}
 	}()
 	e.identity = e.serviceAccountIdentity
-	if e.Hub, err = connect(ctx, HubName, hub); err != nil {
+	if e.Hub, err = controlplane.Connect(ctx, HubName, hub); err != nil {
 		return nil, err
 	}
 	for _, name := range names {
-		cp, err := connect(ctx, name, managed[name])
+		cp, err := controlplane.Connect(ctx, name, managed[name])
 		if err != nil {
 			return nil, err
 		}
@@ -232,9 +218,9 @@ func (e *Env) Cluster(name string) *ManagedCluster {
 // too when Start created it. It is safe to call twice.
 func (e *Env) Stop() error {
 	e.stopOnce.Do(func() {
-		untrack(e)
+		controlplane.Untrack(e)
 		e.stopBackground()
-		planes := []*ControlPlane{e.Hub}
+		planes := []*controlplane.ControlPlane{e.Hub}
 		for _, mc := range e.Managed {
 			if mc != nil {
 				planes = append(planes, mc.ControlPlane)
@@ -275,7 +261,7 @@ func (e *Env) Stop() error {
 
 func newEnv(dir string) (*Env, error) {
 	if dir == "" {
-		tmp, err := os.MkdirTemp("", tempDirPattern)
+		tmp, err := controlplane.TempDir()
 		if err != nil {
 			return nil, err
 		}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
 )
 
@@ -68,7 +69,7 @@ func (e *Env) register(ctx context.Context, name string) (*ManagedCluster, error
 	if err := ensureAgentRBAC(ctx, c, name, subject); err != nil {
 		return nil, err
 	}
-	hubClient, err := client.New(cfg, client.Options{Scheme: clientScheme()})
+	hubClient, err := client.New(cfg, client.Options{Scheme: controlplane.Scheme()})
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +77,7 @@ func (e *Env) register(ctx context.Context, name string) (*ManagedCluster, error
 		return nil, fmt.Errorf("waiting for the agent RBAC of %s: %w", name, err)
 	}
 	path := filepath.Join(e.Dir, name+"-hub.kubeconfig")
-	if err := writeKubeconfig(path, name+"-agent", cfg); err != nil {
+	if err := controlplane.WriteKubeconfig(path, name+"-agent", cfg); err != nil {
 		return nil, err
 	}
 	return &ManagedCluster{HubConfig: cfg, HubClient: hubClient, HubKubeconfigPath: path}, nil
@@ -145,7 +146,7 @@ func ensureManagedCluster(ctx context.Context, c client.Client, name string) err
 		meta.SetStatusCondition(&mc.Status.Conditions, cond)
 	}
 	if mc.Status.Version.Kubernetes == "" {
-		mc.Status.Version.Kubernetes = "v" + KubernetesVersion
+		mc.Status.Version.Kubernetes = "v" + controlplane.KubernetesVersion
 	}
 	if err := c.Status().Patch(ctx, mc, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("writing the status of managed cluster %s: %w", name, err)

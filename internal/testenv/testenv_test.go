@@ -1,6 +1,7 @@
 package testenv_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/internal/testenv"
 )
@@ -89,7 +91,7 @@ func TestEnv(t *testing.T) {
 
 	t.Run("SetPlacementDecisions", func(t *testing.T) {
 		g := NewWithT(t)
-		ns := testenv.Namespace(t, env.Hub.Client)
+		ns := controlplane.Namespace(t, env.Hub.Client)
 		g.Expect(env.SetPlacementDecisions(t.Context(), ns, "p", "cluster1", "cluster2")).To(Succeed())
 		g.Expect(env.SetPlacementDecisions(t.Context(), ns, "p", "cluster2")).To(Succeed())
 		list := &clusterv1beta1.PlacementDecisionList{}
@@ -125,6 +127,21 @@ func TestEnv(t *testing.T) {
 		err = mc.HubClient.List(t.Context(), &policyv1.PolicyList{}, client.InNamespace("cluster1"))
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
 		g.Expect(mc.HubKubeconfigPath).To(BeAnExistingFile())
+	})
+
+	t.Run("Background runs until Stop, which ends it before the control planes", func(t *testing.T) {
+		g := NewWithT(t)
+		bctx, goRun := env.Background(t.Context())
+		hubAtEnd := make(chan error, 1)
+		goRun(func() {
+			<-bctx.Done()
+			hubAtEnd <- env.Hub.Client.List(context.Background(), &corev1.NamespaceList{})
+		})
+		g.Consistently(bctx.Done()).WithTimeout(100 * time.Millisecond).ShouldNot(BeClosed())
+		g.Expect(env.Stop()).To(Succeed())
+		g.Expect(hubAtEnd).To(Receive(BeNil()), "the hub serves until the background has returned")
+		late, _ := env.Background(t.Context())
+		g.Expect(late.Done()).To(BeClosed(), "after Stop, a background ends at once")
 	})
 
 	t.Run("Stop removes everything", func(t *testing.T) {

@@ -2,50 +2,64 @@ package testenv
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"regexp"
-	"strings"
+	"errors"
 	"testing"
-	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
-// startBudget bounds Start in the test helpers.
-const startBudget = 3 * time.Minute
+// Suite is one Env that the tests of a package share, with what the package
+// tests running against it: the first test that asks for it starts it (unit
+// and fuzz tests run without one), and Main stops it. It is
+// controlplane.Suite for tests that need a hub and managed clusters.
+//
+//	var suite = &testenv.Suite{Options: testenv.Options{ManagedClusters: []string{"managed"}}}
+//
+//	func TestMain(m *testing.M) { suite.Main(m) }
+//
+//	func TestSomething(t *testing.T) {
+//		env := suite.Get(t)
+//		ns := controlplane.Namespace(t, env.Hub.Client)
+//		agent := env.Cluster("managed").HubClient // what the agent may do on the hub
+//		...
+//	}
+type Suite struct {
+	// Options configures the Env.
+	Options Options
+	// Start starts what runs against the Env once it is up; the func it
+	// returns stops that. Nil starts nothing.
+	Start func(env *Env) (stop func() error, err error)
 
-// Run is TestMain for a package whose tests share one Env: it starts env,
-// runs the tests, stops env and exits.
-//
-//	var env *testenv.Env
-//
-//	func TestMain(m *testing.M) { testenv.Run(m, testenv.Options{}, &env) }
-func Run(m *testing.M, opts Options, env **Env) {
-	ctx, cancel := context.WithTimeout(context.Background(), startBudget)
-	e, err := Start(ctx, opts)
-	cancel()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		os.Exit(1)
-	}
-	*env = e
-	code := m.Run()
-	if err := e.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	os.Exit(code)
+	lazy controlplane.Lazy[*Env]
 }
+
+// Get returns the running Env, started on first use; it fails t when the
+// Env or Start fails.
+func (s *Suite) Get(t testing.TB) *Env {
+	t.Helper()
+	return s.lazy.Get(t, func(ctx context.Context) (*Env, func() error, error) {
+		env, err := Start(ctx, s.Options)
+		if err != nil {
+			return nil, nil, err
+		}
+		stop := func() error { return nil }
+		if s.Start != nil {
+			if stop, err = s.Start(env); err != nil {
+				return nil, nil, errors.Join(err, env.Stop())
+			}
+		}
+		return env, func() error { return errors.Join(stop(), env.Stop()) }, nil
+	})
+}
+
+// Main runs the package's tests, then stops the Env if a test started it,
+// and exits: `func TestMain(m *testing.M) { suite.Main(m) }`.
+func (s *Suite) Main(m *testing.M) { s.lazy.Main(m) }
 
 // ForTest starts an Env for one test and stops it when the test ends.
 func ForTest(t testing.TB, opts Options) *Env {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), startBudget)
+	ctx, cancel := context.WithTimeout(t.Context(), controlplane.StartBudget)
 	defer cancel()
 	e, err := Start(ctx, opts)
 	if err != nil {
@@ -58,33 +72,3 @@ func ForTest(t testing.TB, opts Options) *Env {
 	})
 	return e
 }
-
-// Namespace creates a namespace named after the test, with a random suffix,
-// and deletes it when the test ends.
-//
-// Note: envtest runs no namespace controller, so a deleted namespace stays
-// Terminating with its objects; use a new namespace per test, not per suite.
-func Namespace(t testing.TB, c client.Client) string {
-	t.Helper()
-	prefix := strings.Trim(nonName.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
-	if len(prefix) > 40 {
-		prefix = strings.TrimRight(prefix[:40], "-")
-	}
-	if prefix == "" {
-		prefix = "test"
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
-	if err := c.Create(t.Context(), ns); err != nil {
-		t.Fatalf("creating a test namespace: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := client.IgnoreNotFound(c.Delete(ctx, ns)); err != nil {
-			t.Errorf("deleting namespace %s: %v", ns.Name, err)
-		}
-	})
-	return ns.Name
-}
-
-var nonName = regexp.MustCompile(`[^a-z0-9-]+`)

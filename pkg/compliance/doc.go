@@ -1,7 +1,7 @@
 // Package compliance owns the compliance event: the contract between the
 // evaluators of policy templates on a managed cluster (configpolicy, the
 // hierarchical syncer) and templatesync on one side, and statussync on the
-// other (DESIGN.md §4).
+// other (docs/api.md, "Compliance events").
 //
 // A compliance event is a core/v1 Event on the template's parent Policy
 // (involvedObject carries the Policy's UID) with
@@ -25,6 +25,13 @@
 //		State:    policyv1.Pending,
 //		Message:  "Dependencies were not satisfied: 1 are still pending (Policy a)",
 //	}, compliance.RecordOptions{})
+//
+// It also owns what several layers read in those events: the messages of a
+// template held back by its dependencies, PendingMessage and CycleMessage
+// (written by templatesync), with their parsers ParsePending and
+// ParseCycle (used by pkg/report); and Aggregate, the one rule that
+// combines compliances (a replica's templates, a root's clusters, a
+// PolicySet's members).
 //
 // This package writes nothing but Events, and reads Policies (to find a
 // parent's UID) and Events (to learn, after a restart, what was recorded).

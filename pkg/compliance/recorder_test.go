@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
 func newPolicy(t *testing.T, c client.Client, ns, name string) *policyv1.Policy {
@@ -41,8 +41,8 @@ func eventsOf(t *testing.T, g Gomega, c client.Client, p *policyv1.Policy) []cor
 // that restart, and checks that each change is recorded once.
 func TestRecorder(t *testing.T) {
 	g := NewWithT(t)
-	cp := controlPlane(t)
-	ns := testenv.Namespace(t, cp.Client)
+	cp := suite.Get(t)
+	ns := controlplane.Namespace(t, cp.Client)
 	policy := newPolicy(t, cp.Client, ns, "parent")
 	parent := ParentFromPolicy(policy)
 	template := types.NamespacedName{Namespace: ns, Name: "cfg"}
@@ -99,8 +99,8 @@ func TestRecorder(t *testing.T) {
 }
 
 func TestParentOf(t *testing.T) {
-	cp := controlPlane(t)
-	ns := testenv.Namespace(t, cp.Client)
+	cp := suite.Get(t)
+	ns := controlplane.Namespace(t, cp.Client)
 	policy := newPolicy(t, cp.Client, ns, "parent")
 	owner := metav1.OwnerReference{APIVersion: policyv1.GroupVersion.String(), Kind: "Policy", Name: "owner", UID: "owner-uid"}
 	other := metav1.OwnerReference{APIVersion: "v1", Kind: "Policy", Name: "x", UID: "x"}

@@ -12,7 +12,7 @@
 //
 // It is pure — it reads objects already fetched — so the demo, the CLI and
 // the dashboard share one model and one rendering of the same data. The
-// compliance messages it reads are those of pkg/compliance (state) and
-// pkg/agent/templatesync (Pending and cycle messages, see ParsePending and
-// ParseCycle).
+// compliance messages it reads, the state and the Pending and cycle
+// messages the agent's templatesync writes, are pkg/compliance's (see
+// ParsePending and ParseCycle); replica names are pkg/replica's.
 package report

@@ -8,6 +8,7 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/compliance"
+	"github.com/canopy-policy/canopy/pkg/replica"
 )
 
 // PolicyRef names a root policy on the hub.
@@ -85,11 +86,14 @@ type ObjectRef struct {
 
 // String returns "Kind name", with a Policy named by its root policy
 // ("Policy namespace/name").
-func (o ObjectRef) String() string {
+func (o ObjectRef) String() string { return o.display().String() }
+
+// display is o as users read it, with a Policy named by its root policy.
+func (o ObjectRef) display() compliance.DependencyRef {
 	if o.Policy != nil {
-		return o.Kind + " " + o.Policy.String()
+		return compliance.DependencyRef{Kind: o.Kind, Name: o.Policy.String()}
 	}
-	return o.Kind + " " + o.Name
+	return compliance.DependencyRef{Kind: o.Kind, Name: o.Name}
 }
 
 // UnmetDependency is a dependency of a template that is not met, and why.
@@ -136,7 +140,7 @@ func Explain(root *policyv1.Policy, replicas []policyv1.Policy, opts ExplainOpti
 		Clusters:  []ClusterExplanation{},
 	}
 	byCluster := map[string]*policyv1.Policy{}
-	label := root.Namespace + "." + root.Name
+	label := replica.Name(root)
 	for i := range replicas {
 		r := &replicas[i]
 		if r.Labels[policyv1.RootPolicyLabel] == label {

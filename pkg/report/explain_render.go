@@ -7,6 +7,7 @@ import (
 	"time"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/compliance"
 )
 
 // RenderExplanation prints e for a reader: per cluster, per template, the
@@ -49,11 +50,11 @@ func renderTemplate(b *strings.Builder, t TemplateExplanation, opts RenderOption
 			fmt.Fprintf(b, "      - %s: %s\n", u.ObjectRef, u.Reason)
 		}
 	case len(t.Cycle) > 0:
-		names := make([]string, len(t.Cycle))
+		refs := make([]compliance.DependencyRef, len(t.Cycle))
 		for i, n := range t.Cycle {
-			names[i] = n.String()
+			refs[i] = n.display()
 		}
-		fmt.Fprintf(b, "    dependency cycle: %s\n", strings.Join(names, " -> "))
+		fmt.Fprintf(b, "    %s\n", compliance.CycleMessage(refs))
 	case t.Message != "":
 		fmt.Fprintf(b, "    message: %s\n", t.Message)
 	case t.Compliant == "":

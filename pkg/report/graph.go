@@ -8,8 +8,8 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
-	"github.com/canopy-policy/canopy/pkg/hub/propagator"
-	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
+	"github.com/canopy-policy/canopy/pkg/compliance"
+	"github.com/canopy-policy/canopy/pkg/replica"
 )
 
 // Relation is what an edge of a dependency Graph means.
@@ -147,7 +147,7 @@ func newGraphBuilder(inv Inventory) *graphBuilder {
 }
 
 func (b *graphBuilder) addReplica(label string, p *policyv1.Policy) {
-	key, ok := propagator.RootOf(label)
+	key, ok := replica.RootOf(label)
 	if !ok {
 		return
 	}
@@ -217,7 +217,7 @@ func (b *graphBuilder) addTemplate(k templateKey) string {
 	id := templateID(k)
 	policy := k.policy
 	b.node(GraphNode{ID: id, Kind: k.kind, Name: k.name, Policy: &policy,
-		State: rootstatus.Aggregate(b.states[k.policy][k.name]...)})
+		State: compliance.Aggregate(b.states[k.policy][k.name]...)})
 	return id
 }
 
@@ -226,7 +226,7 @@ func (b *graphBuilder) addTemplate(k templateKey) string {
 func (b *graphBuilder) addDependencies(id, namespace string, deps []policyv1.PolicyDependency, rel Relation) {
 	// Note: CanonicalDependencies with no PolicySet members names Policies
 	// as replicas do ("<namespace>.<name>") and keeps PolicySets.
-	for _, d := range propagator.CanonicalDependencies(deps, namespace, nil) {
+	for _, d := range replica.CanonicalDependencies(deps, namespace, nil) {
 		b.edgeTo(id, rel, d.Compliance, func() string { return b.addTarget(d, namespace) })
 	}
 }

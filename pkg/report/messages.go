@@ -1,21 +1,15 @@
 package report
 
 import (
-	"strings"
-
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/compliance"
+	"github.com/canopy-policy/canopy/pkg/replica"
 )
 
-// The parts of the compliance messages the agent's templatesync writes
-// (templatesync.PendingMessage and Graph.CycleMessage); the tests check
-// that parsing what they write gives back what they were given.
-const (
-	pendingPrefix     = "Dependencies were not satisfied: "
-	pendingCount      = " are still pending ("
-	ignorePendingNote = " but ignorePending is true"
-	cyclePrefix       = "dependency cycle: "
-	cycleArrow        = " -> "
-)
+// The compliance messages the agent's templatesync writes for a template
+// that waits (Pending) or is on a dependency cycle are pkg/compliance's
+// (PendingMessage, CycleMessage); this file turns what compliance's
+// parsers read into the report's model, a Policy named by its root.
 
 // ParsePending reads a Pending message (without the leading state):
 //
@@ -26,48 +20,13 @@ const (
 // A message cut short by the event size limit yields the dependencies it
 // still names.
 func ParsePending(msg string) (unmet []UnmetDependency, ignorePending, ok bool) {
-	rest, ok := strings.CutPrefix(msg, pendingPrefix)
-	if !ok {
-		return nil, false, false
-	}
-	if _, rest, ok = strings.Cut(rest, pendingCount); !ok {
-		return nil, false, false
-	}
-	list, rest, closed := strings.Cut(rest, ")")
-	names := strings.Split(list, ", ")
-	if !closed { // truncated inside the list: the last name may be cut
-		names = names[:len(names)-1]
-	}
-	rest, ignorePending = strings.CutPrefix(rest, ignorePendingNote)
-	rest = strings.TrimPrefix(rest, "; ")
-	for i, name := range names {
-		u := UnmetDependency{ObjectRef: ParseObjectRef(name)}
-		if body, found := strings.CutPrefix(rest, name+": "); found {
-			end := len(body)
-			if i+1 < len(names) {
-				if j := strings.Index(body, "; "+names[i+1]+": "); j >= 0 {
-					end = j
-				}
-			}
-			u.Reason, rest = body[:end], strings.TrimPrefix(body[end:], "; ")
-			u.Want, u.Got = parseMismatch(u.Reason)
-		}
+	parsed, ignorePending, ok := compliance.ParsePending(msg)
+	for _, p := range parsed {
+		u := UnmetDependency{ObjectRef: objectRef(p.DependencyRef), Reason: p.Reason}
+		u.Want, u.Got, _ = compliance.ParseMismatch(p.Reason)
 		unmet = append(unmet, u)
 	}
-	return unmet, ignorePending, true
-}
-
-// parseMismatch reads "want X got Y".
-func parseMismatch(reason string) (want, got policyv1.ComplianceState) {
-	rest, ok := strings.CutPrefix(reason, "want ")
-	if !ok {
-		return "", ""
-	}
-	w, g, ok := strings.Cut(rest, " got ")
-	if !ok {
-		return "", ""
-	}
-	return policyv1.ComplianceState(w), policyv1.ComplianceState(g)
+	return unmet, ignorePending, ok
 }
 
 // ParseCycle reads a dependency cycle message,
@@ -76,13 +35,9 @@ func parseMismatch(reason string) (want, got policyv1.ComplianceState) {
 //
 // and returns its nodes, or nil when msg is not one.
 func ParseCycle(msg string) []ObjectRef {
-	rest, ok := strings.CutPrefix(msg, cyclePrefix)
-	if !ok {
-		return nil
-	}
 	var out []ObjectRef
-	for _, n := range strings.Split(rest, cycleArrow) {
-		out = append(out, ParseObjectRef(n))
+	for _, n := range compliance.ParseCycle(msg) {
+		out = append(out, objectRef(n))
 	}
 	return out
 }
@@ -90,11 +45,14 @@ func ParseCycle(msg string) []ObjectRef {
 // ParseObjectRef reads "Kind name" as the agent writes it; a Policy named
 // "<namespace>.<name>" (a replica) gets its root policy.
 func ParseObjectRef(s string) ObjectRef {
-	kind, name, _ := strings.Cut(s, " ")
-	ref := ObjectRef{Kind: kind, Name: name}
-	if kind == "Policy" {
-		if ns, n, ok := strings.Cut(name, "."); ok && ns != "" && n != "" {
-			ref.Policy = &PolicyRef{Namespace: ns, Name: n}
+	return objectRef(compliance.ParseDependencyRef(s))
+}
+
+func objectRef(d compliance.DependencyRef) ObjectRef {
+	ref := ObjectRef{Kind: d.Kind, Name: d.Name}
+	if d.Kind == policyv1.PolicyKind {
+		if root, ok := replica.RootOf(d.Name); ok {
+			ref.Policy = &PolicyRef{Namespace: root.Namespace, Name: root.Name}
 		}
 	}
 	return ref

@@ -8,33 +8,33 @@ import (
 	. "github.com/onsi/gomega"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/pkg/agent/templatesync"
 	"github.com/canopy-policy/canopy/pkg/compliance"
+	"github.com/canopy-policy/canopy/pkg/depgraph"
 )
 
-func unmet(kind, name, reason string) templatesync.Unmet {
-	return templatesync.Unmet{Dependency: templatesync.Dependency{Key: templatesync.Key{Kind: kind, Name: name}}, Reason: reason}
+func unmet(kind, name, reason string) compliance.UnmetDependency {
+	return compliance.UnmetDependency{DependencyRef: compliance.DependencyRef{Kind: kind, Name: name}, Reason: reason}
 }
 
-// TestParsePendingReadsWhatTemplatesyncWrites parses the messages the agent
-// writes, so that the two stay in step.
-func TestParsePendingReadsWhatTemplatesyncWrites(t *testing.T) {
+// TestParsePendingReadsWhatTheAgentWrites parses the messages the agent
+// writes (through compliance.PendingMessage), so that the two stay in step.
+func TestParsePendingReadsWhatTheAgentWrites(t *testing.T) {
 	tests := []struct {
 		name          string
-		unmet         []templatesync.Unmet
+		unmet         []compliance.UnmetDependency
 		ignorePending bool
 		want          []UnmetDependency
 	}{{
 		name:  "one policy, mismatch",
-		unmet: []templatesync.Unmet{unmet("Policy", "policies.a", "want Compliant got NonCompliant")},
+		unmet: []compliance.UnmetDependency{unmet("Policy", "policies.a", "want Compliant got NonCompliant")},
 		want: []UnmetDependency{{ObjectRef: ObjectRef{Kind: "Policy", Name: "policies.a", Policy: &PolicyRef{Namespace: "policies", Name: "a"}},
 			Reason: "want Compliant got NonCompliant", Want: policyv1.Compliant, Got: policyv1.NonCompliant}},
 	}, {
 		name: "every reason",
-		unmet: []templatesync.Unmet{
-			unmet("ConfigurationPolicy", "b", templatesync.ReasonNotFound),
-			unmet("Widget", "w", templatesync.ReasonNoMapping),
-			unmet("Namespace", "prod", templatesync.ReasonNoCompliance),
+		unmet: []compliance.UnmetDependency{
+			unmet("ConfigurationPolicy", "b", compliance.UnmetNotFound),
+			unmet("Widget", "w", compliance.UnmetNoMapping),
+			unmet("Namespace", "prod", compliance.UnmetNoCompliance),
 		},
 		want: []UnmetDependency{
 			{ObjectRef: ObjectRef{Kind: "ConfigurationPolicy", Name: "b"}, Reason: "not found"},
@@ -43,7 +43,7 @@ func TestParsePendingReadsWhatTemplatesyncWrites(t *testing.T) {
 		},
 	}, {
 		name:          "ignorePending",
-		unmet:         []templatesync.Unmet{unmet("Policy", "x.y", "want Pending got Compliant")},
+		unmet:         []compliance.UnmetDependency{unmet("Policy", "x.y", "want Pending got Compliant")},
 		ignorePending: true,
 		want: []UnmetDependency{{ObjectRef: ObjectRef{Kind: "Policy", Name: "x.y", Policy: &PolicyRef{Namespace: "x", Name: "y"}},
 			Reason: "want Pending got Compliant", Want: policyv1.Pending, Got: policyv1.Compliant}},
@@ -51,7 +51,7 @@ func TestParsePendingReadsWhatTemplatesyncWrites(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, ignore, ok := ParsePending(templatesync.PendingMessage(tt.unmet, tt.ignorePending))
+			got, ignore, ok := ParsePending(compliance.PendingMessage(tt.unmet, tt.ignorePending))
 			g.Expect(ok).To(BeTrue())
 			g.Expect(ignore).To(Equal(tt.ignorePending))
 			g.Expect(got).To(Equal(tt.want))
@@ -71,11 +71,11 @@ func TestParsePendingOfOtherMessages(t *testing.T) {
 // event size limit cut.
 func TestParsePendingOfTruncatedMessage(t *testing.T) {
 	g := NewWithT(t)
-	var deps []templatesync.Unmet
+	var deps []compliance.UnmetDependency
 	for i := range 60 {
 		deps = append(deps, unmet("ConfigurationPolicy", "some-long-template-name-"+strings.Repeat("x", i%7), "not found"))
 	}
-	c := compliance.Compliance{State: policyv1.Pending, Message: templatesync.PendingMessage(deps, false)}
+	c := compliance.Compliance{State: policyv1.Pending, Message: compliance.PendingMessage(deps, false)}
 	_, msg, err := compliance.ParseMessage(c.EventMessage())
 	g.Expect(err).NotTo(HaveOccurred())
 	got, _, ok := ParsePending(msg)
@@ -88,15 +88,15 @@ func TestParsePendingOfTruncatedMessage(t *testing.T) {
 	}
 }
 
-func TestParseCycleReadsWhatTemplatesyncWrites(t *testing.T) {
+func TestParseCycleReadsWhatTheAgentWrites(t *testing.T) {
 	g := NewWithT(t)
-	graph := templatesync.BuildGraph([]templatesync.PolicyNode{
-		{Name: "p.a", Templates: []templatesync.TemplateNode{{Node: templatesync.Node{Kind: "ConfigurationPolicy", Name: "ta"},
-			DependsOn: []templatesync.Node{{Kind: "Policy", Name: "p.b"}}}}},
-		{Name: "p.b", Templates: []templatesync.TemplateNode{{Node: templatesync.Node{Kind: "ConfigurationPolicy", Name: "tb"},
-			DependsOn: []templatesync.Node{{Kind: "Policy", Name: "p.a"}}}}},
+	graph := depgraph.BuildGraph([]depgraph.PolicyNode{
+		{Name: "p.a", Templates: []depgraph.TemplateNode{{Node: depgraph.Node{Kind: "ConfigurationPolicy", Name: "ta"},
+			DependsOn: []depgraph.Node{{Kind: "Policy", Name: "p.b"}}}}},
+		{Name: "p.b", Templates: []depgraph.TemplateNode{{Node: depgraph.Node{Kind: "ConfigurationPolicy", Name: "tb"},
+			DependsOn: []depgraph.Node{{Kind: "Policy", Name: "p.a"}}}}},
 	})
-	msg := graph.CycleMessage("p.a", templatesync.Node{Kind: "ConfigurationPolicy", Name: "ta"})
+	msg := graph.CycleMessage("p.a", depgraph.Node{Kind: "ConfigurationPolicy", Name: "ta"})
 	g.Expect(msg).NotTo(BeEmpty())
 	cycle := ParseCycle(msg)
 	names := make([]string, len(cycle))
@@ -115,17 +115,17 @@ func TestParseObjectRef(t *testing.T) {
 }
 
 // FuzzParsePending checks that any message parses without panicking, and
-// that a message templatesync writes gives back its dependencies.
+// that a message the agent writes gives back its dependencies.
 func FuzzParsePending(f *testing.F) {
 	f.Add("Policy", "ns.a", "want Compliant got NonCompliant", false)
 	f.Add("ConfigurationPolicy", "b", "not found", true)
 	f.Fuzz(func(t *testing.T, kind, name, reason string, ignorePending bool) {
 		ParsePending(kind + " " + name + ": " + reason)
-		ParseCycle(cyclePrefix + kind + " " + name)
+		ParseCycle("dependency cycle: " + kind + " " + name)
 		if !validWord(kind) || !validWord(name) || strings.Contains(reason, ";") || reason == "" {
 			return
 		}
-		msg := templatesync.PendingMessage([]templatesync.Unmet{unmet(kind, name, reason), unmet(kind, name+"x", reason)}, ignorePending)
+		msg := compliance.PendingMessage([]compliance.UnmetDependency{unmet(kind, name, reason), unmet(kind, name+"x", reason)}, ignorePending)
 		got, ignore, ok := ParsePending(msg)
 		if !ok || ignore != ignorePending || len(got) != 2 {
 			t.Fatalf("ParsePending(%q) = %v, %v, %v", msg, got, ignore, ok)

@@ -11,7 +11,7 @@ import (
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/pkg/agent/syncer"
+	"github.com/canopy-policy/canopy/pkg/hierarchy"
 )
 
 var (
@@ -66,7 +66,7 @@ func checkHierarchyPolicy(d Document) []Finding {
 		return nil // the schema check reports it
 	}
 	var out []Finding
-	for _, problem := range syncer.TreeProblems(p) {
+	for _, problem := range hierarchy.TreeProblems(p) {
 		out = append(out, at(d, problemPath(p, problem), SeverityError, CheckHierarchy, problem))
 	}
 	return out

@@ -11,7 +11,7 @@ import (
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/pkg/agent/templatesync"
+	"github.com/canopy-policy/canopy/pkg/depgraph"
 )
 
 // templateKinds are the policy template kinds vet knows; dependencies on
@@ -29,8 +29,9 @@ type policyDoc struct {
 	policy policyv1.Policy
 }
 
-// checkDependencyCycles builds, per namespace, templatesync's dependency
-// graph of the Policies given and reports each template on a cycle.
+// checkDependencyCycles builds, per namespace, the dependency graph of the
+// Policies given, as templatesync does (pkg/depgraph), and reports each
+// template on a cycle.
 func (c *Checker) checkDependencyCycles(docs []Document) []Finding {
 	byNamespace := map[string][]policyDoc{}
 	for _, d := range docs {
@@ -52,7 +53,7 @@ func (c *Checker) checkDependencyCycles(docs []Document) []Finding {
 		for i := range pds {
 			policies[i] = pds[i].policy
 		}
-		g := templatesync.GraphFor(ns, templateKinds, policies)
+		g := depgraph.GraphFor(ns, templateKinds, policies)
 		for _, pd := range pds {
 			out = append(out, cyclesOf(g, pd)...)
 		}
@@ -61,7 +62,7 @@ func (c *Checker) checkDependencyCycles(docs []Document) []Finding {
 }
 
 // cyclesOf reports the templates of one policy that are on a cycle of g.
-func cyclesOf(g templatesync.Graph, pd policyDoc) []Finding {
+func cyclesOf(g depgraph.Graph, pd policyDoc) []Finding {
 	var out []Finding
 	for i, pt := range pd.policy.Spec.PolicyTemplates {
 		var meta struct {
@@ -73,7 +74,7 @@ func cyclesOf(g templatesync.Graph, pd policyDoc) []Finding {
 		if err := json.Unmarshal(pt.ObjectDefinition.Raw, &meta); err != nil || meta.Metadata.Name == "" {
 			continue
 		}
-		msg := g.CycleMessage(pd.policy.Name, templatesync.Node{Kind: meta.Kind, Name: meta.Metadata.Name})
+		msg := g.CycleMessage(pd.policy.Name, depgraph.Node{Kind: meta.Kind, Name: meta.Metadata.Name})
 		if msg != "" {
 			out = append(out, at(pd.doc, fmt.Sprintf("spec.policy-templates[%d]", i), SeverityError, CheckDependencyCycle,
 				fmt.Sprintf("template %s %s: %s", meta.Kind, meta.Metadata.Name, msg)))
@@ -85,21 +86,21 @@ func cyclesOf(g templatesync.Graph, pd policyDoc) []Finding {
 // checkSubNamespaceCycles reports SubNamespaces (and Namespaces labelled
 // with a parent) whose parents lead back to themselves.
 func checkSubNamespaceCycles(docs []Document) []Finding {
-	g := templatesync.Graph{}
+	g := depgraph.Graph{}
 	var children []Document
 	for _, d := range docs {
 		parent, child := parentEdge(d)
 		if parent == "" {
 			continue
 		}
-		n := templatesync.Node{Kind: "Namespace", Name: child}
-		g[n] = append(g[n], templatesync.Node{Kind: "Namespace", Name: parent})
+		n := depgraph.Node{Kind: "Namespace", Name: child}
+		g[n] = append(g[n], depgraph.Node{Kind: "Namespace", Name: parent})
 		children = append(children, d)
 	}
 	var out []Finding
 	for _, d := range children {
 		_, child := parentEdge(d)
-		cycle := g.CycleThrough(templatesync.Node{Kind: "Namespace", Name: child})
+		cycle := g.CycleThrough(depgraph.Node{Kind: "Namespace", Name: child})
 		if cycle == nil {
 			continue
 		}

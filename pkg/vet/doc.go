@@ -11,8 +11,9 @@
 //   - name-length: a root Policy's namespace + "." + name must fit in a
 //     63-character label value (the admission policy of deploy/crds);
 //   - dependency-cycle: dependencies between the policies and templates
-//     of one namespace, with templatesync's graph;
+//     of one namespace, with the graph templatesync uses (pkg/depgraph);
 //   - hierarchy: a HierarchyPolicy's tree as the syncer validates it
+//     (pkg/hierarchy)
 //     (cycles, missing parents, duplicate objects), and cycles of
 //     SubNamespaces;
 //   - collision: two documents of the same kind, namespace and name, or two

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/test/inproc"
 )
 
@@ -39,6 +39,7 @@ const (
 // has settled, it checks that nothing loops: no API writes and a bounded
 // number of reconciles while the system is left alone.
 func TestCorpus(t *testing.T) {
+	suite.Get(t) // starts env on first use
 	cases, err := loadCases("testdata", clusterName)
 	if err != nil {
 		t.Fatal(err)
@@ -70,9 +71,9 @@ func TestCorpus(t *testing.T) {
 func applyCase(t *testing.T, tc testCase) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	g.Expect(testenv.Apply(ctx, env.Managed[0].Client, tc.managed...)).To(Succeed(), "managed objects")
+	g.Expect(controlplane.Apply(ctx, env.Managed[0].Client, tc.managed...)).To(Succeed(), "managed objects")
 	createNamespace(t, env.Hub.Client, tc.name)
-	err := testenv.Apply(ctx, env.Hub.Client, tc.hub...)
+	err := controlplane.Apply(ctx, env.Hub.Client, tc.hub...)
 	if tc.rejected() {
 		for _, e := range tc.expect {
 			g.Expect(err).To(MatchError(MatchRegexp(e.re.String())), "%s", e)

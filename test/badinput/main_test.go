@@ -15,7 +15,17 @@ import (
 // clusterName is the one managed cluster of the corpus.
 const clusterName = "cluster1"
 
-// env is a hub and one managed cluster.
+// suite is a hub and one managed cluster.
+var suite = &testenv.Suite{
+	Options: testenv.Options{ManagedClusters: []string{clusterName}},
+	Start: func(e *testenv.Env) (func() error, error) {
+		env = e
+		return func() error { return nil }, nil
+	},
+}
+
+// env is the suite's Env, set when it starts: every test starts it first
+// with suite.Get.
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
@@ -24,5 +34,5 @@ func TestMain(m *testing.M) {
 		logger = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{})
 	}
 	ctrl.SetLogger(logger)
-	testenv.Run(m, testenv.Options{ManagedClusters: []string{clusterName}}, &env)
+	suite.Main(m)
 }

@@ -1,5 +1,5 @@
 // Package bench measures what Canopy's users feel at fleet scale, on real
-// API servers (DESIGN.md §8): `make bench` runs its Benchmark functions
+// API servers (docs/guarantees.md, "Scale"): `make bench` runs its Benchmark functions
 // once each (-benchtime 1x) and prints a markdown table and a JSON file.
 //
 // Every stage starts its own control planes (internal/testenv), seeds them

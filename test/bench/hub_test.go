@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
 // Hub stage sizes at BENCH_SCALE=1.
@@ -38,7 +38,7 @@ var hubResources = []string{"policies", "policies/status", "policysets", "policy
 
 // hubBench is the state of one hub stage run.
 type hubBench struct {
-	cp       *testenv.ControlPlane
+	cp       *controlplane.ControlPlane
 	c        client.Client
 	hub      *process
 	clusters []string
@@ -73,7 +73,7 @@ func BenchmarkHub(b *testing.B) {
 // and starts canopy-hub.
 func startHubBench(ctx context.Context, b *testing.B) *hubBench {
 	b.Helper()
-	cp, err := testenv.StartControlPlane(ctx, "hub")
+	cp, err := controlplane.Start(ctx, "hub")
 	if err != nil {
 		b.Fatal(err)
 	}

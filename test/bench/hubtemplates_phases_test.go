@@ -24,6 +24,7 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
 	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
+	replicas "github.com/canopy-policy/canopy/pkg/replica" // the package has a func replica
 )
 
 // resolve creates the templated roots and their bindings and measures the
@@ -152,7 +153,7 @@ func (t *hubTemplatesBench) ceilings(ctx context.Context) (create, update float6
 func (t *hubTemplatesBench) ceilingReplica(i int, gen string) client.Object {
 	cluster := t.clusters[i/len(t.policies)]
 	root := settingPolicy(policyNamespace, t.policies[i%len(t.policies)], settingValue(cluster, gen))
-	p := propagator.BuildReplica(root, propagator.Cluster{Name: cluster}, nil)
+	p := replicas.Build(root, replicas.Cluster{Name: cluster}, nil)
 	p.Name = "ceiling." + p.Name
 	delete(p.Labels, policyv1.RootPolicyLabel)
 	p.Labels["bench"] = "ceiling"

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
 	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
 )
@@ -70,7 +70,7 @@ func BenchmarkHubTemplates(b *testing.B) {
 // and the benchmark's watch of the replicas.
 func startHubTemplatesBench(ctx context.Context, b *testing.B) *hubTemplatesBench {
 	b.Helper()
-	cp, err := testenv.StartControlPlane(ctx, "hub")
+	cp, err := controlplane.Start(ctx, "hub")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat.
@@ -38,7 +38,7 @@ type process struct {
 // newProcess prepares bin/<binary> (or $BENCH_BIN/<binary>) with args; its
 // log goes to dir, or to $BENCH_PPROF when set.
 func newProcess(binary, dir string, args ...string) (*process, error) {
-	root, err := testenv.RepoRoot()
+	root, err := controlplane.RepoRoot()
 	if err != nil {
 		return nil, err
 	}

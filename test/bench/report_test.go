@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
 // report is what one `make bench` run prints and writes as JSON.
@@ -107,7 +107,7 @@ func outPath() string {
 	if p := os.Getenv("BENCH_OUT"); p != "" {
 		return p
 	}
-	root, err := testenv.RepoRoot()
+	root, err := controlplane.RepoRoot()
 	if err != nil {
 		return "bench-results.json"
 	}

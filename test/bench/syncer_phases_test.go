@@ -50,7 +50,7 @@ func (s *syncerBench) coldStart(ctx context.Context, b *testing.B) row {
 	if namespaces.last().After(converged) {
 		converged = namespaces.last()
 	}
-	if _, err := waitSettled(ctx, s.agent, 3*time.Second, syncerController); err != nil {
+	if _, err := waitSettled(ctx, s.agent, 3*time.Second, syncerController, syncerNamespaceController); err != nil {
 		b.Fatal(err)
 	}
 	d := s.writes(ctx, b).minus(before)
@@ -69,7 +69,7 @@ func (s *syncerBench) coldStart(ctx context.Context, b *testing.B) row {
 // until the syncer has reconciled everything again.
 func (s *syncerBench) restart(ctx context.Context, b *testing.B) row {
 	b.Helper()
-	return measureRestart(ctx, b, s.agent, s.env.Cluster(syncerCluster).Config, "syncer", syncerResources, syncerController)
+	return measureRestart(ctx, b, s.agent, s.env.Cluster(syncerCluster).Config, "syncer", syncerResources, syncerController, syncerNamespaceController)
 }
 
 // writes reads the managed API server's write counters.

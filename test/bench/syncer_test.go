@@ -27,8 +27,11 @@ const (
 	syncerPolicy          = "tree"
 	// syncerWorkers is the syncer's default concurrency.
 	syncerWorkers = 2
-	// syncerController is the syncer's controller name in the agent's metrics.
-	syncerController = "syncer"
+	// syncerController and syncerNamespaceController are the syncer's
+	// controller names in the agent's metrics: HierarchyPolicy keys and
+	// namespace keys.
+	syncerController          = "syncer"
+	syncerNamespaceController = "syncer-namespace"
 )
 
 // syncerResources are what the syncer writes on the managed cluster.

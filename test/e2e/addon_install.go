@@ -21,12 +21,13 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
+	"github.com/canopy-policy/canopy/test/inproc"
 )
 
 // AddonInstallSpecInput is the input of AddonInstallSpec.
 type AddonInstallSpecInput struct {
 	// HubConfig is an administrator's connection to the hub, on which the
-	// spec runs the addon manager.
+	// spec runs the hub as cmd/hub does, with its addon manager.
 	HubConfig *rest.Config
 	// HubClient is an administrator's client of the hub.
 	HubClient client.Client
@@ -37,8 +38,8 @@ type AddonInstallSpecInput struct {
 	ClusterName string
 	// Env is the hub and the managed clusters: the spec also runs the
 	// delivered agent (as a local process, with the cluster's hub identity;
-	// no kubelet runs the Deployment) and the hub controllers, and follows an
-	// authored policy to compliance on the hub.
+	// no kubelet runs the Deployment) and follows an authored policy to
+	// compliance on the hub.
 	Env *testenv.Env
 }
 
@@ -60,7 +61,7 @@ func AddonInstallSpec(inputGetter func() AddonInstallSpecInput) {
 		Expect(input.ManagedClient).NotTo(BeNil(), "AddonInstallSpec needs a ManagedClient")
 		Expect(input.ClusterName).NotTo(BeEmpty(), "AddonInstallSpec needs a ClusterName")
 		Expect(input.Env).NotTo(BeNil(), "AddonInstallSpec needs an Env")
-		runAddonManager(input.HubConfig)
+		runHub(input.HubConfig)
 	})
 
 	It("delivers the agent's manifests to the managed cluster", func(ctx SpecContext) {
@@ -99,12 +100,11 @@ func AddonInstallSpec(inputGetter func() AddonInstallSpecInput) {
 
 // expectAgentReportsCompliance enables the addon, runs the agent it
 // delivered (as a local process would, with the cluster's hub identity) and
-// the hub controllers, and follows an authored policy to Compliant on the hub.
+// follows an authored policy to Compliant on the hub.
 func expectAgentReportsCompliance(ctx context.Context, input AddonInstallSpecInput) {
 	GinkgoHelper()
 	Expect(input.Env.EnableAddon(ctx, input.ClusterName, addon.Name)).To(Succeed())
 	addonWork(ctx, input.HubClient, input.ClusterName) // the agent is installed
-	startHub(input.Env.Hub.Config)
 	startAgent(input.Env.Cluster(input.ClusterName))
 
 	ns := CreateNamespace(ctx, input.HubClient, "addon-flow")
@@ -140,17 +140,15 @@ func namespacePolicy(ns, name, wanted string) *policyv1.Policy {
 	}
 }
 
-// runAddonManager runs Canopy's addon manager on the hub until the spec ends.
-func runAddonManager(cfg *rest.Config) {
+// runHub runs the hub as cmd/hub assembles it, with its addon manager, until
+// the spec ends.
+func runHub(cfg *rest.Config) {
 	GinkgoHelper()
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &addon.Manager{Config: cfg, Options: addon.Options{Image: "example.com/canopy:e2e"}}
-	done := make(chan error, 1)
-	go func() { done <- m.Start(ctx) }()
-	DeferCleanup(func() {
-		cancel()
-		Expect(<-done).To(Succeed())
-	})
+	opts := inproc.HubOptions()
+	opts.AddonManager, opts.Agent = true, addon.Options{Image: "example.com/canopy:e2e"}
+	running, err := inproc.RunHub(context.Background(), cfg, opts)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(running.Stop()).To(Succeed()) })
 }
 
 // addonWork returns the addon's ManifestWork in the cluster namespace once

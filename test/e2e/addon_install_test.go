@@ -6,6 +6,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/canopy-policy/canopy/internal/testenv/ocmagents"
 )
 
 // startWorkAgent starts OCM's work agent of the first managed cluster once
@@ -18,7 +20,7 @@ var _ = Describe("Enabling the addon on a managed cluster", func() {
 		mc := env.Cluster(managedClusterNames[0])
 		if os.Getenv(EnvHubKubeconfig) == "" {
 			startWorkAgent.Do(func() {
-				Expect(env.StartWorkAgent(GinkgoT().Context(), mc)).To(Succeed())
+				Expect(ocmagents.StartWorkAgent(GinkgoT().Context(), env, mc)).To(Succeed())
 			})
 		}
 		return AddonInstallSpecInput{

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/testenv"
 )
 
@@ -44,12 +45,12 @@ func HierarchyDeliverySpec(inputGetter func() HierarchyDeliverySpecInput) {
 	})
 
 	It("materialises the tree on every cluster and reports Compliant on the hub", func(ctx SpecContext) {
-		objs, err := testenv.ReadObjects(input.Example)
+		objs, err := controlplane.ReadObjects(input.Example)
 		Expect(err).NotTo(HaveOccurred())
 		for _, obj := range objs {
 			obj.SetNamespace(ns)
 		}
-		Expect(testenv.Apply(ctx, input.Env.Hub.Client, objs...)).To(Succeed())
+		Expect(controlplane.Apply(ctx, input.Env.Hub.Client, objs...)).To(Succeed())
 		Expect(input.Env.Hub.Client.Create(ctx, &policyv1.PlacementBinding{
 			ObjectMeta:   metav1.ObjectMeta{Namespace: ns, Name: "shipping-tree"},
 			PlacementRef: policyv1.PlacementSubject{APIGroup: "cluster.open-cluster-management.io", Kind: "Placement", Name: "shipping-tree"},

@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/pkg/agent/hubconn/agenttest"
 	"github.com/canopy-policy/canopy/test/inproc"
 )
 
@@ -172,7 +172,7 @@ func exampleObjects(path, ns, suffix string) []client.Object {
 
 // ExamplePath returns the path of an example file in this repository.
 func ExamplePath(elem ...string) string {
-	root, err := testenv.RepoRoot()
+	root, err := controlplane.RepoRoot()
 	Expect(err).NotTo(HaveOccurred())
 	return filepath.Join(append([]string{root, "examples"}, elem...)...)
 }
@@ -189,7 +189,7 @@ func startHub(cfg *rest.Config) {
 // and the hierarchical syncer), until the spec ends.
 func startAgent(mc *testenv.ManagedCluster) {
 	GinkgoHelper()
-	agent, err := agenttest.Start(context.Background(), inproc.AgentOptions(mc.Name, mc.Config, mc.HubConfig))
+	agent, err := inproc.RunAgent(context.Background(), mc.Config, inproc.AgentOptions(mc.Name, mc.HubConfig))
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(agent.Stop()).To(Succeed()) })
 }

@@ -11,21 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
-	"github.com/canopy-policy/canopy/internal/cmdutil"
-	"github.com/canopy-policy/canopy/internal/scheme"
+	"github.com/canopy-policy/canopy/pkg/hub"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
-	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
+	"github.com/canopy-policy/canopy/test/inproc"
 )
 
 var _ = Describe("Authoring a policy with a placement on the hub", func() {
@@ -146,41 +139,14 @@ func PropagationSpec(inputGetter func() PropagationSpecInput) {
 }
 
 // propHubControllers returns a StartHub that runs the hub controllers in the
-// test process, wired as cmd/hub wires them.
+// test process, assembled as cmd/hub assembles them (pkg/hub).
 func propHubControllers(cfg *rest.Config) func(ctx context.Context) (func(), error) {
 	return func(ctx context.Context) (func(), error) {
-		mgr, err := cmdutil.NewManager(cfg, manager.Options{
-			Scheme: scheme.New(),
-			Cache: cache.Options{
-				DefaultTransform: cache.TransformStripManagedFields(),
-				ByObject:         map[client.Object]cache.ByObject{&policyv1.Policy{}: {Transform: propagator.TrimPolicy}},
-			},
-			Metrics:                metricsserver.Options{BindAddress: "0"},
-			HealthProbeBindAddress: "0",
-			Controller:             config.Controller{SkipNameValidation: ptr.To(true)}, // one manager per spec
-		})
+		running, err := inproc.RunHub(context.WithoutCancel(ctx), cfg, hub.Options{})
 		if err != nil {
 			return nil, err
 		}
-		runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		for _, c := range []interface {
-			SetupWithManager(context.Context, ctrl.Manager) error
-		}{
-			&propagator.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("canopy-propagator")},
-			&rootstatus.Reconciler{Client: mgr.GetClient()},
-			&rootstatus.PolicySetReconciler{Client: mgr.GetClient()},
-		} {
-			if err := c.SetupWithManager(runCtx, mgr); err != nil {
-				cancel()
-				return nil, err
-			}
-		}
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(runCtx) }()
-		return func() {
-			cancel()
-			Eventually(done).WithTimeout(time.Minute).Should(Receive(BeNil()))
-		}, nil
+		return func() { Expect(running.Stop()).To(Succeed()) }, nil
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
 // expectConverged waits until the cluster is in the declared state: every
@@ -58,7 +58,7 @@ func (d deletion) String() string { return fmt.Sprintf("%s %s/%s", d.resource, d
 
 // agentDeletions returns every request of the agent's user that deleted
 // something, from the managed API server's audit log.
-func agentDeletions(g Gomega, cp *testenv.ControlPlane) (dels []deletion, writes int) {
+func agentDeletions(g Gomega, cp *controlplane.ControlPlane) (dels []deletion, writes int) {
 	events, err := cp.ReadAuditLog()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, ev := range events {

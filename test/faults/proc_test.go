@@ -17,7 +17,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
 // binDir holds the binaries TestMain builds.
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 // buildAndRun builds canopy-hub and canopy-agent into a temporary directory
 // and runs the tests.
 func buildAndRun(m *testing.M) (int, error) {
-	root, err := testenv.RepoRoot()
+	root, err := controlplane.RepoRoot()
 	if err != nil {
 		return 0, err
 	}

@@ -1,24 +1,42 @@
 package inproc
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"runtime/pprof"
+	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/pkg/agent/configpolicy"
-	"github.com/canopy-policy/canopy/pkg/agent/hubconn/agenttest"
-	"github.com/canopy-policy/canopy/pkg/agent/syncer"
-	"github.com/canopy-policy/canopy/pkg/compliance"
-	"github.com/canopy-policy/canopy/pkg/hub/propagator"
-	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
+	"github.com/canopy-policy/canopy/internal/cmdutil"
+	"github.com/canopy-policy/canopy/pkg/agent"
+	"github.com/canopy-policy/canopy/pkg/hub"
 )
 
-// StartHub runs the hub controllers (propagator, root and PolicySet status)
-// against cfg until the test ends.
+// testInterval replaces, in RunAgent, the agent's retry delay and Lease
+// period that a test would otherwise wait for.
+const testInterval = time.Second
+
+// stopTimeout bounds Stop: a manager still running after it has a part
+// that ignores its context.
+const stopTimeout = time.Minute
+
+// HubOptions are the options of StartHub: the hub that ships, without the
+// addon manager and the dashboard, with a short coalesce window so that
+// root status follows replica status quickly.
+func HubOptions() hub.Options {
+	return hub.Options{CoalesceWindow: 100 * time.Millisecond}
+}
+
+// StartHub runs the hub controllers (HubOptions) against cfg until the test
+// ends.
 func StartHub(t testing.TB, cfg *rest.Config) {
 	t.Helper()
 	stop, err := StartHubControllers(cfg)
@@ -32,54 +50,132 @@ func StartHub(t testing.TB, cfg *rest.Config) {
 	})
 }
 
-// StartHubControllers runs the hub controllers against cfg until stop is
-// called; StartHub for callers without a testing.TB (ginkgo specs).
+// StartHubControllers runs the hub controllers (HubOptions) against cfg
+// until stop is called; StartHub for callers without a testing.TB (ginkgo
+// specs).
 func StartHubControllers(cfg *rest.Config) (stop func() error, _ error) {
-	return testenv.StartManager(cfg, func(mgr ctrl.Manager) error {
-		c := mgr.GetClient()
-		for _, r := range []interface {
-			SetupWithManager(context.Context, ctrl.Manager) error
-		}{
-			&propagator.Reconciler{Client: c, Recorder: mgr.GetEventRecorder("canopy-propagator")},
-			&rootstatus.Reconciler{Client: c, CoalesceWindow: 100 * time.Millisecond},
-			&rootstatus.PolicySetReconciler{Client: c},
-		} {
-			if err := r.SetupWithManager(context.Background(), mgr); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	r, err := RunHub(context.Background(), cfg, HubOptions())
+	if err != nil {
+		return nil, err
+	}
+	return r.Stop, nil
+}
+
+// RunHub runs the hub as cmd/hub assembles it (hub.ManagerOptions and
+// hub.Setup) against cfg, until Stop or until ctx ends.
+func RunHub(ctx context.Context, cfg *rest.Config, opts hub.Options) (*Running, error) {
+	mgr, err := newManager(cfg, hub.ManagerOptions(opts))
+	if err != nil {
+		return nil, err
+	}
+	if err := hub.Setup(ctx, mgr, opts); err != nil {
+		return nil, err
+	}
+	return start(ctx, mgr), nil
 }
 
 // StartAgent runs the agent of cluster, connected to the managed cluster as
-// managed and to the hub as hub, with its evaluators (ConfigurationPolicy
-// and the hierarchical syncer), until the test ends.
+// managed and to the hub as hub, with the evaluators that ship, until the
+// test ends.
 func StartAgent(t testing.TB, cluster string, managed, hub *rest.Config) {
 	t.Helper()
-	agent, err := agenttest.Start(context.Background(), AgentOptions(cluster, managed, hub))
+	a, err := RunAgent(context.Background(), managed, AgentOptions(cluster, hub))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := agent.Stop(); err != nil {
+		if err := a.Stop(); err != nil {
 			t.Errorf("agent: %v", err)
 		}
 	})
 }
 
-// AgentOptions are the options of StartAgent: the agent of cluster with its
-// evaluators, its cache cluster-wide.
-func AgentOptions(cluster string, managed, hub *rest.Config) agenttest.Options {
-	return agenttest.Options{
-		ManagedConfig: managed, HubConfig: hub, ClusterNamespace: cluster, ClusterWideCache: true,
-		Evaluators: func(mgr ctrl.Manager, rec *compliance.Recorder) error {
-			cp := &configpolicy.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}
-			if err := cp.SetupWithManager(mgr); err != nil {
-				return err
-			}
-			hp := &syncer.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}
-			return hp.SetupWithManager(mgr)
-		},
+// AgentOptions are the options of StartAgent: the agent that ships, for
+// cluster, reaching the hub as hub.
+func AgentOptions(cluster string, hub *rest.Config) agent.Options {
+	return agent.Options{HubConfig: hub, ClusterName: cluster}
+}
+
+// RunAgent runs the agent as cmd/agent assembles it (agent.ManagerOptions
+// and agent.Setup) against the managed cluster, until Stop or until ctx
+// ends. Unlike cmd/agent, it retries the hub and renews its Leases every
+// second unless opts say otherwise, and names itself after its cluster.
+func RunAgent(ctx context.Context, managed *rest.Config, opts agent.Options) (*Running, error) {
+	if opts.HubRetryDelay == 0 {
+		opts.HubRetryDelay = testInterval
 	}
+	if opts.LeaseInterval == 0 {
+		opts.LeaseInterval = testInterval
+	}
+	if opts.Instance == "" {
+		opts.Instance = opts.ClusterName
+	}
+	mgr, err := newManager(managed, agent.ManagerOptions(opts))
+	if err != nil {
+		return nil, err
+	}
+	if err := agent.Setup(ctx, mgr, opts); err != nil {
+		return nil, err
+	}
+	return start(ctx, mgr), nil
+}
+
+// newManager builds a manager from the assembly's options, serving no
+// metrics or probes and allowing the same controller names again: a test
+// process runs several managers.
+func newManager(cfg *rest.Config, opts manager.Options) (manager.Manager, error) {
+	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	opts.HealthProbeBindAddress = "0"
+	opts.Controller.SkipNameValidation = ptr.To(true)
+	mgr, err := cmdutil.NewManager(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	return mgr, nil
+}
+
+// Running is a manager running in the test process.
+type Running struct {
+	// Manager is the running manager; its client reads through the cache
+	// the assembly configured.
+	Manager manager.Manager
+	cancel  context.CancelFunc
+	done    chan error
+	once    sync.Once
+	err     error
+}
+
+// start starts mgr in the background.
+func start(ctx context.Context, mgr manager.Manager) *Running {
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Running{Manager: mgr, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- mgr.Start(ctx) }()
+	return r
+}
+
+// Stop stops the manager and waits for it; calling it again returns the
+// same result. When a part of the manager does not stop, the error carries
+// every goroutine's stack, to find which.
+func (r *Running) Stop() error {
+	r.once.Do(func() { r.err = r.stop() })
+	return r.err
+}
+
+func (r *Running) stop() error {
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if err == nil || errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return fmt.Errorf("%w\n%s", err, stacks())
+	case <-time.After(stopTimeout):
+		return fmt.Errorf("the manager did not stop within %v\n%s", stopTimeout, stacks())
+	}
+}
+
+func stacks() string {
+	var b bytes.Buffer
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 2)
+	return b.String()
 }

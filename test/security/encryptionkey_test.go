@@ -18,9 +18,10 @@ import (
 	"github.com/canopy-policy/canopy/deploy/agent"
 	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/pkg/agent/hubconn/agenttest"
+	canopyagent "github.com/canopy-policy/canopy/pkg/agent"
 	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
 	"github.com/canopy-policy/canopy/pkg/templating"
+	"github.com/canopy-policy/canopy/test/inproc"
 )
 
 // TestAgentReadsOnlyItsKey checks, with SubjectAccessReviews and real
@@ -30,6 +31,7 @@ import (
 // else: not another Secret of its namespace, not another cluster's key, and
 // it may not change its own.
 func TestAgentReadsOnlyItsKey(t *testing.T) {
+	suite.Get(t) // starts env on first use
 	g := NewWithT(t)
 	hooked := permissionHookIdentity(t, "sec-key-hooked")
 	for _, id := range []identity{
@@ -158,15 +160,16 @@ const keyCopyUser = "canopy-agent-keycopy"
 // cluster and to delete the copy with the hub's key, and no other Secret
 // of the cluster namespace is copied.
 func TestRestrictedAgentCopiesKey(t *testing.T) {
+	suite.Get(t) // starts env on first use
 	logErrorsOnFailure(t)
 	g := NewWithT(t)
 	ctx := t.Context()
 	mc := env.Cluster("cluster2")
-	agent, err := agenttest.Start(context.Background(), agenttest.Options{
-		ManagedConfig: minimalIdentity(t, mc, keyCopyUser), HubConfig: mc.HubConfig, ClusterNamespace: mc.Name, ClusterWideCache: true,
+	running, err := inproc.RunAgent(context.Background(), minimalIdentity(t, mc, keyCopyUser), canopyagent.Options{
+		HubConfig: mc.HubConfig, ClusterName: mc.Name, Evaluators: canopyagent.NoEvaluators,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(agent.Stop()).To(Succeed()) })
+	t.Cleanup(func() { g.Expect(running.Stop()).To(Succeed()) })
 
 	other := createSecret(t, mc.Name, "not-the-key")
 	hubKey := createSecret(t, mc.Name, templating.EncryptionKeySecret)

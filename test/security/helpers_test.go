@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
 )
 
 const (
@@ -72,5 +71,3 @@ func managedNamespace(t *testing.T, c client.Client, name string, labels map[str
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), ns) })
 }
-
-var _ = testenv.Namespace // the helpers above pair with testenv.Namespace

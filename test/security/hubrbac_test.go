@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/scheme"
-	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
 	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
 )
@@ -40,8 +40,9 @@ type identity struct {
 // granted by the addon's permission hook (pkg/hub/addon.Permission), and
 // testenv's stand-in that every other test uses.
 func TestAgentHubIdentity(t *testing.T) {
+	suite.Get(t) // starts env on first use
 	g := NewWithT(t)
-	rootNS := testenv.Namespace(t, env.Hub.Client)
+	rootNS := controlplane.Namespace(t, env.Hub.Client)
 	hooked := permissionHookIdentity(t, "sec-hooked")
 	for _, id := range []identity{
 		{name: "permission hook", cfg: hooked, user: agentrbac.User("sec-hooked"), groups: agentrbac.Groups("sec-hooked"),

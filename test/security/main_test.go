@@ -14,7 +14,17 @@ import (
 	"github.com/canopy-policy/canopy/internal/testenv"
 )
 
-// env is a hub and two managed clusters.
+// suite is a hub and two managed clusters.
+var suite = &testenv.Suite{
+	Options: testenv.Options{ManagedClusters: []string{"cluster1", "cluster2"}},
+	Start: func(e *testenv.Env) (func() error, error) {
+		env = e
+		return func() error { return nil }, nil
+	},
+}
+
+// env is the suite's Env, set when it starts: every test starts it first
+// with suite.Get.
 var env *testenv.Env
 
 // logs receives every log line of the controllers in this process, at the
@@ -22,12 +32,14 @@ var env *testenv.Env
 var logs syncBuffer
 
 func TestMain(m *testing.M) {
-	// The binaries' logger (cmdutil.SetupLogger) with a buffer for output.
+	// The binaries' logger (cmdutil.SetupLogger) with a buffer for output;
+	// Note: controller-runtime keeps the first logger set, so it is set
+	// before the suite sets its own.
 	logger := cmdutil.RedactBodies(funcr.New(func(prefix, args string) { logs.WriteString(prefix + " " + args + "\n") },
 		funcr.Options{Verbosity: 10}))
 	ctrl.SetLogger(logger)
 	klog.SetLogger(logger)
-	testenv.Run(m, testenv.Options{ManagedClusters: []string{"cluster1", "cluster2"}}, &env)
+	suite.Main(m)
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/canopy-policy/canopy/deploy/agent"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/test/inproc"
 )
@@ -24,6 +25,7 @@ const restrictedUser = "canopy-agent-restricted"
 // ConfigMap is enforced, and enforcing a Secret is NonCompliant with the
 // API server's Forbidden message.
 func TestRestrictedAgent(t *testing.T) {
+	suite.Get(t) // starts env on first use
 	logErrorsOnFailure(t)
 	g := NewWithT(t)
 	mc := env.Cluster("cluster2")
@@ -31,7 +33,7 @@ func TestRestrictedAgent(t *testing.T) {
 	inproc.StartHub(t, env.Hub.Config)
 	inproc.StartAgent(t, mc.Name, cfg, mc.HubConfig)
 
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := controlplane.Namespace(t, env.Hub.Client)
 	placedPolicy(t, ns, mc.Name, "configmap", "enforce", `
 apiVersion: policy.open-cluster-management.io/v1
 kind: ConfigurationPolicy

@@ -17,7 +17,7 @@ import (
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/test/inproc"
 )
 
@@ -31,6 +31,7 @@ import (
 // read Secrets through templates: a hub template (fromSecret, encrypted
 // per cluster; its replica is searched too) and a managed-cluster one.
 func TestNoSecretInOutputs(t *testing.T) {
+	suite.Get(t) // starts env on first use
 	g := NewWithT(t)
 	mc := env.Cluster("cluster1")
 	inproc.StartHub(t, env.Hub.Config)
@@ -38,7 +39,7 @@ func TestNoSecretInOutputs(t *testing.T) {
 	stored, declared := "canopy-stored-"+randomHex(t), "canopy-declared-"+randomHex(t)
 	src, child := plantSecrets(t, mc.Client, stored)
 
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := controlplane.Namespace(t, env.Hub.Client)
 	ctx := t.Context()
 	onHub := "canopy-hub-" + randomHex(t) // read by a hub template, encrypted per cluster
 	g.Expect(env.Hub.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hub-secret"},

@@ -1,6 +1,7 @@
 package v1alpha1
 
-// Labels of namespaces in the live-propagation tree (DESIGN.md §5b).
+// Labels of namespaces in the live-propagation tree (docs/api.md, "Live
+// propagation").
 const (
 	// TypeLabel marks a namespace as a template namespace (TypeTemplate) or
 	// as the root of a tree of sub-namespaces (TypeRoot).
@@ -23,7 +24,8 @@ const (
 	ParentLabel = GroupName + "/parent"
 )
 
-// Annotations of objects in the live-propagation tree (DESIGN.md §5b).
+// Annotations of objects in the live-propagation tree (docs/api.md, "Live
+// propagation").
 const (
 	// PropagateAnnotation on an object in a template, root or parent
 	// namespace copies the object to the descendant namespaces, with the

@@ -5,28 +5,28 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/compliance"
+	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
+	"github.com/canopy-policy/canopy/pkg/depwatch"
+	"github.com/canopy-policy/canopy/pkg/statuspatch"
 )
 
 // PruneFinalizer holds a ConfigurationPolicy whose pruneObjectBehavior is
@@ -65,8 +65,8 @@ type Reconciler struct {
 	ManagedReader client.Reader
 	// Recorder records compliance events on the parent Policies.
 	Recorder *compliance.Recorder
-	// MaxConcurrentReconciles is how many policies are evaluated at once
-	// (default 4).
+	// MaxConcurrentReconciles is how many policies are evaluated at once;
+	// zero means controllerdefaults.ConfigPolicyConcurrency.
 	MaxConcurrentReconciles int
 
 	// dynamic reads and writes the objects the policies name.
@@ -76,11 +76,10 @@ type Reconciler struct {
 	discovery discovery.DiscoveryInterface
 	// watcher watches them, and resolves kinds through discovery.
 	watcher depclient.DynamicWatcher
-	// inFlight is held for reading by every Reconcile, so that the watcher
-	// stops only once no evaluation has a query batch open (the watcher
-	// cannot remove the watches of an open batch, and they would outlive it).
-	inFlight sync.RWMutex
-	now      func() time.Time
+	// watches runs watcher; every Reconcile holds it, so that the watcher
+	// stops only once no evaluation has a query batch open.
+	watches *depwatch.Lifecycle
+	now     func() time.Time
 }
 
 // SetupWithManager registers the controller, and the dynamic watcher that
@@ -101,27 +100,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.discovery, err = discovery.NewDiscoveryClientForConfig(mgr.GetConfig()); err != nil {
 		return fmt.Errorf("creating the discovery client: %w", err)
 	}
-	relay, events := depclient.NewControllerRuntimeSource()
-	r.watcher, err = depclient.New(mgr.GetConfig(), relay, &depclient.Options{EnableCache: true, DisableInitialReconcile: true})
-	if err != nil {
-		return fmt.Errorf("creating the dynamic watcher: %w", err)
+	var events source.Source
+	if r.watches, events, err = depwatch.Setup(mgr, depclient.Options{DisableInitialReconcile: true}); err != nil {
+		return err
 	}
-	if err := mgr.Add(manager.RunnableFunc(r.runWatcher)); err != nil {
-		return fmt.Errorf("adding the dynamic watcher: %w", err)
-	}
-	r.now = time.Now
-	concurrency := r.MaxConcurrentReconciles
-	if concurrency == 0 {
-		concurrency = 4
-	}
+	r.watcher, r.now = r.watches.Watcher(), time.Now
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("configpolicy").
 		For(&policyv1.ConfigurationPolicy{}, builder.WithPredicates(evaluationTriggers())).
 		WatchesRawSource(events).
 		WithOptions(controller.Options{
-			MaxConcurrentReconciles: concurrency,
-			// Bounded backoff for transient failures: 1s doubling to 5 minutes.
-			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute),
+			MaxConcurrentReconciles: controllerdefaults.Concurrency(r.MaxConcurrentReconciles, controllerdefaults.ConfigPolicyConcurrency),
+			RateLimiter:             controllerdefaults.RateLimiter[reconcile.Request](),
 		}).
 		Complete(r)
 }
@@ -129,11 +119,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile evaluates one ConfigurationPolicy when it is due, and prunes
 // its objects when it is deleted.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	if err := r.waitForWatcher(ctx); err != nil {
+	release, err := r.watches.Hold(ctx)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.inFlight.RLock()
-	defer r.inFlight.RUnlock()
+	defer release() // the watcher stops only once this evaluation is over
 	policy := &policyv1.ConfigurationPolicy{}
 	if err := r.ManagedReader.Get(ctx, req.NamespacedName, policy); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -144,15 +134,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if changed, err := r.reconcileFinalizer(ctx, policy); changed || err != nil {
 		return ctrl.Result{}, err
 	}
-	orig := policy.DeepCopy()
-	defer func() { // status is written once, here, whatever happens below
-		if equality.Semantic.DeepEqual(orig.Status, policy.Status) {
-			return
-		}
-		if err := r.ManagedClient.Status().Patch(ctx, policy, client.MergeFrom(orig)); err != nil {
-			retErr = kerrors.NewAggregate([]error{retErr, client.IgnoreNotFound(err)})
-		}
-	}()
+	status := statuspatch.Snapshot(r.ManagedClient, policy, func(p *policyv1.ConfigurationPolicy) any { return p.Status })
+	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
 	if !policy.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, policy)
 	}
@@ -287,30 +270,6 @@ func remediated(outcomes []templateOutcome) bool {
 		}
 	}
 	return false
-}
-
-// runWatcher runs the dynamic watcher until ctx is done and the
-// evaluations in flight have ended.
-func (r *Reconciler) runWatcher(ctx context.Context) error {
-	watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan error, 1)
-	go func() { done <- r.watcher.Start(watchCtx) }()
-	<-ctx.Done()
-	r.inFlight.Lock()
-	defer r.inFlight.Unlock()
-	stop()
-	return <-done
-}
-
-// waitForWatcher waits until the dynamic watcher, started with the
-// manager, takes requests.
-func (r *Reconciler) waitForWatcher(ctx context.Context) error {
-	select {
-	case <-r.watcher.Started():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (r *Reconciler) stopWatching(ctx context.Context, policy *policyv1.ConfigurationPolicy) {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 	"sigs.k8s.io/yaml"
+
+	"github.com/canopy-policy/canopy/pkg/compare"
 )
 
 // redactedDiff replaces the difference of objects that hold secrets.
@@ -33,7 +35,7 @@ func objectDiff(id string, existing, desired map[string]any) string {
 }
 
 func withoutManagedFields(obj map[string]any) map[string]any {
-	out := deepCopy(obj).(map[string]any)
+	out := compare.DeepCopy(obj).(map[string]any)
 	if meta, ok := out["metadata"].(map[string]any); ok {
 		delete(meta, "managedFields")
 		delete(meta, "resourceVersion")

@@ -12,7 +12,8 @@
 // through pkg/compliance — one per change, not one per evaluation.
 //
 // Each object template is compared with the objects on the cluster by a
-// pure function (Matches, Merge; compare.go): musthave is a subset match in
+// pure function (compareObject, compare.go, on pkg/compare's Matches and
+// Merge under compare.Subset or compare.Exact): musthave is a subset match in
 // which lists match by content, not position; mustonlyhave is an exact
 // match; mustnothave is violated by an object matching the template (with
 // only a kind and name, by any object of that name). Under enforce the
@@ -29,7 +30,8 @@
 // github.com/stolostron/kubernetes-dependency-watches, which watches every
 // object an evaluation read and re-evaluates the policy when one changes; a
 // duration re-evaluates periodically; "never" stops once in that state
-// (interval.go).
+// (interval.go). pkg/depwatch runs the watcher: it stops only once no
+// evaluation is in flight.
 //
 // Templates that cannot be evaluated — an object definition that is not a
 // Kubernetes object, a selector that does not parse, an unknown kind, a

@@ -4,12 +4,12 @@ import (
 	"context"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/agent/dryrun"
+	"github.com/canopy-policy/canopy/pkg/compare"
 )
 
 // plannedObjects are the objects one object template of a dry run
@@ -205,7 +205,7 @@ func maskSet(obj, tmpl, def map[string]any, path string) {
 			maskSet(om, tm, wm, strings.TrimPrefix(path+"."+k, "."))
 			continue
 		}
-		if !equality.Semantic.DeepEqual(ov, wv) {
+		if !compare.Equal(ov, wv) {
 			obj[k] = redactLeaves(ov)
 		}
 	}
@@ -214,21 +214,10 @@ func maskSet(obj, tmpl, def map[string]any, path string) {
 // redactLeaves returns v with every value but null replaced by
 // dryrun.Redacted, keeping the keys of maps and the length of lists.
 func redactLeaves(v any) any {
-	switch x := v.(type) {
-	case nil:
-		return nil
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = redactLeaves(e)
+	return compare.MapLeaves(v, func(leaf any) any {
+		if leaf == nil {
+			return nil
 		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = redactLeaves(e)
-		}
-		return out
-	}
-	return dryrun.Redacted
+		return dryrun.Redacted
+	})
 }

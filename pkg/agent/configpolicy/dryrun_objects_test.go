@@ -42,7 +42,7 @@ spec:
   - complianceType: mustnothave
     objectDefinition: {apiVersion: v1, kind: ConfigMap, metadata: {name: unwanted, namespace: $NS}}
 `)
-	actions, err := DryRun(t.Context(), shared.Get(t).Config, policy)
+	actions, err := DryRun(t.Context(), suite.Get(t).Config, policy)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(actions).To(HaveLen(4))
 	f.g.Expect(actions[0].Object).To(Equal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
@@ -76,7 +76,7 @@ spec:
         data:
           password: '{{ fromSecret "$NS" "creds" "password" | base64dec }}'
 `)
-	actions, err := DryRun(t.Context(), shared.Get(t).Config, policy)
+	actions, err := DryRun(t.Context(), suite.Get(t).Config, policy)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(actions).To(HaveLen(1))
 	f.g.Expect(actions[0].Object).To(Equal(map[string]any{"apiVersion": "v1", "kind": "ConfigMap",

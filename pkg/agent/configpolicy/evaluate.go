@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/compare"
 )
 
 // Reasons of objects the API server refused to change (enforce).
@@ -328,7 +328,7 @@ func (e *evaluation) selectedMustNotHave(ctx context.Context, t *objectTemplate,
 func (t *objectTemplate) named(name string) *objectTemplate {
 	c := *t
 	c.name = name
-	c.object = deepCopy(t.object).(map[string]any)
+	c.object = compare.DeepCopy(t.object).(map[string]any)
 	meta, _ := c.object["metadata"].(map[string]any)
 	if meta == nil {
 		meta = map[string]any{}
@@ -400,7 +400,7 @@ func (e *evaluation) fix(ctx context.Context, t *objectTemplate, gvr depclient.S
 	switch {
 	case matches:
 		return o, nil
-	case equality.Semantic.DeepEqual(desired, existing.Object): // only status differs: nothing to write
+	case compare.Equal(desired, existing.Object): // only status differs: nothing to write
 		return objectOutcome{result: objectResult{reason: ReasonFoundNoMatch}, obj: existing}, nil
 	}
 	res := resourceFor(e.r.dynamic, gvr, existing.GetNamespace())

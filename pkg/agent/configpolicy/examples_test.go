@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
 // TestExamples applies the ConfigurationPolicies of examples/configpolicy
@@ -23,7 +23,7 @@ import (
 // what they report (run with -v to read their status).
 func TestExamples(t *testing.T) {
 	f := newFixture(t)
-	root, err := testenv.RepoRoot()
+	root, err := controlplane.RepoRoot()
 	f.g.Expect(err).NotTo(HaveOccurred())
 	dir := filepath.Join(root, "examples", "configpolicy")
 	f.namespaces(map[string]map[string]string{"sandbox": {"team": "payments"}}) // excluded by name, below

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/compare"
 )
 
 // messageFuncs are the functions of customMessage templates: the sprig
@@ -101,7 +102,7 @@ func policyData(policy *policyv1.ConfigurationPolicy, objects map[policyv1.Objec
 			continue
 		}
 		if entry, isMap := related[i].(map[string]any); isMap {
-			entry["object"] = deepCopy(obj)
+			entry["object"] = compare.DeepCopy(obj)
 		}
 	}
 	return data

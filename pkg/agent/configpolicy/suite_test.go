@@ -10,19 +10,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 )
 
-// shared is a managed cluster's API server with this controller running.
-var shared = &testenv.Shared{Name: "managed", Start: func(cfg *rest.Config) (func() error, error) {
-	return testenv.StartManager(cfg, func(mgr ctrl.Manager) error {
+// suite is a managed cluster's API server with this controller running.
+var suite = &controlplane.Suite{Name: "managed", Start: func(cp *controlplane.ControlPlane) (func() error, error) {
+	return controlplane.StartManager(cp.Config, manager.Options{}, func(mgr ctrl.Manager) error {
 		recorder := compliance.NewRecorder(mgr.GetClient(), mgr.GetAPIReader(),
 			compliance.EventSource{Component: "canopy-agent", Instance: "test"})
 		return (&Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: recorder}).
@@ -30,7 +30,7 @@ var shared = &testenv.Shared{Name: "managed", Start: func(cfg *rest.Config) (fun
 	})
 }}
 
-func TestMain(m *testing.M) { shared.Main(m) }
+func TestMain(m *testing.M) { suite.Main(m) }
 
 // fixture is one test's namespace, parent Policy and helpers.
 type fixture struct {
@@ -43,8 +43,8 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Parallel()
-	c := shared.Get(t).Client
-	f := &fixture{t: t, g: NewWithT(t), c: c, ns: testenv.Namespace(t, c)}
+	c := suite.Get(t).Client
+	f := &fixture{t: t, g: NewWithT(t), c: c, ns: controlplane.Namespace(t, c)}
 	f.parent = &policyv1.Policy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "parent"},
 		Spec:       policyv1.PolicySpec{PolicyTemplates: []policyv1.PolicyTemplate{}},

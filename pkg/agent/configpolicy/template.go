@@ -9,6 +9,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/compare"
 )
 
 // Reasons of templates that cannot be evaluated.
@@ -135,7 +136,7 @@ func modeOf(c policyv1.ComplianceType) (Mode, bool) {
 // newObject is the object to create in namespace ns: the object definition
 // without nulls, with the namespace set (when namespaced) and no status.
 func (t *objectTemplate) newObject(ns string) map[string]any {
-	obj, _ := Merge(t.object, nil, Exact).(map[string]any)
+	obj, _ := compare.Merge(t.object, nil, Exact).(map[string]any)
 	delete(obj, "status")
 	meta, _ := obj["metadata"].(map[string]any)
 	if meta == nil {

@@ -290,7 +290,7 @@ func (f *fixture) expectNowhere(values ...string) {
 // protect encrypts value as the hub's "protect" does, with key and iv.
 func protect(t *testing.T, key, iv []byte, value string) string {
 	t.Helper()
-	cfg := shared.Get(t).Config
+	cfg := suite.Get(t).Config
 	dyn, err := dynamic.NewForConfig(cfg)
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -393,7 +393,7 @@ spec:
   - complianceType: musthave
     objectDefinition: {apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: $NS}, data: {k: '{{ nope }}'}}
 `, "$NS", f.ns)), policy)).To(Succeed())
-	actions, err := DryRun(t.Context(), shared.Get(t).Config, policy)
+	actions, err := DryRun(t.Context(), suite.Get(t).Config, policy)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	f.g.Expect(actions).To(HaveLen(3))
 	f.g.Expect(actions[0]).To(And(HaveField("Op", OpCreate), HaveField("Name", "resolved-name"), HaveField("Namespace", f.ns)))

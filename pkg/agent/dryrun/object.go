@@ -1,5 +1,7 @@
 package dryrun
 
+import "github.com/canopy-policy/canopy/pkg/compare"
+
 // Redacted replaces, in an Action's Object, a value a plan must never
 // show: a Secret's, or one resolved from a Secret or an encrypted value.
 const Redacted = "[redacted]"
@@ -20,7 +22,7 @@ func Shown(obj map[string]any) map[string]any {
 		case "metadata":
 			out[k] = shownMetadata(v)
 		default:
-			out[k] = deepCopy(v)
+			out[k] = compare.DeepCopy(v)
 		}
 	}
 	if out["kind"] == "Secret" && out["apiVersion"] == "v1" {
@@ -40,7 +42,7 @@ func shownMetadata(v any) map[string]any {
 	out := map[string]any{}
 	for _, k := range []string{"name", "namespace", "labels", "annotations"} {
 		if x, ok := meta[k]; ok && x != nil {
-			out[k] = deepCopy(x)
+			out[k] = compare.DeepCopy(x)
 		}
 	}
 	if annotations, ok := out["annotations"].(map[string]any); ok {
@@ -50,24 +52,4 @@ func shownMetadata(v any) map[string]any {
 		}
 	}
 	return out
-}
-
-// deepCopy copies JSON values; other values are returned as they are.
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = deepCopy(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = deepCopy(e)
-		}
-		return out
-	default:
-		return v
-	}
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/canopy-policy/canopy/pkg/compare"
 )
 
 func TestShown(t *testing.T) {
@@ -39,7 +41,7 @@ func TestShown(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			before := deepCopy(tt.obj)
+			before := compare.DeepCopy(tt.obj)
 			g.Expect(Shown(tt.obj)).To(Equal(tt.want))
 			g.Expect(tt.obj).To(Equal(before), "Shown copies")
 		})

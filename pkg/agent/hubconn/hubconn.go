@@ -22,6 +22,7 @@ import (
 	"github.com/canopy-policy/canopy/pkg/agent/secretsync"
 	"github.com/canopy-policy/canopy/pkg/agent/specsync"
 	"github.com/canopy-policy/canopy/pkg/agent/statussync"
+	"github.com/canopy-policy/canopy/pkg/clusterns"
 )
 
 // Defaults of Runner.
@@ -115,11 +116,11 @@ func (r *Runner) newManager() (manager.Manager, error) {
 
 func (r *Runner) setup(mgr manager.Manager) error {
 	managedCache := r.Managed.GetCache()
-	spec := &specsync.Reconciler{HubClient: mgr.GetClient(), ManagedClient: r.Managed.GetClient(), ClusterNamespace: r.ClusterNamespace}
+	spec := &specsync.Reconciler{Clients: clusterns.Clients{HubClient: mgr.GetClient(), ManagedClient: r.Managed.GetClient(), ClusterNamespace: r.ClusterNamespace}}
 	if err := spec.SetupWithManager(mgr, managedCache); err != nil {
 		return fmt.Errorf("setting up specsync: %w", err)
 	}
-	status := &statussync.HubReconciler{HubClient: mgr.GetClient(), ManagedClient: r.Managed.GetClient(), ClusterNamespace: r.ClusterNamespace}
+	status := &statussync.HubReconciler{Clients: clusterns.Clients{HubClient: mgr.GetClient(), ManagedClient: r.Managed.GetClient(), ClusterNamespace: r.ClusterNamespace}}
 	if err := status.SetupWithManager(mgr, managedCache); err != nil {
 		return fmt.Errorf("setting up statussync: %w", err)
 	}

@@ -21,8 +21,9 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/pkg/agent/hubconn/agenttest"
+	"github.com/canopy-policy/canopy/pkg/agent"
 	"github.com/canopy-policy/canopy/pkg/agent/lease"
+	"github.com/canopy-policy/canopy/test/inproc"
 )
 
 func init() {
@@ -50,11 +51,11 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{env: env, hub: env.Hub.Client, mc: env.Cluster(cluster)}
 }
 
-func (f *fixture) startAgent(t *testing.T) *agenttest.Agent {
+func (f *fixture) startAgent(t *testing.T) *inproc.Running {
 	t.Helper()
-	a, err := agenttest.Start(context.Background(), agenttest.Options{
-		ManagedConfig: f.mc.Config, HubConfig: f.mc.HubConfig, ClusterNamespace: cluster,
-		Evaluators: (&agenttest.FakeEvaluator{}).Setup,
+	a, err := inproc.RunAgent(context.Background(), f.mc.Config, agent.Options{
+		HubConfig: f.mc.HubConfig, ClusterName: cluster, ClusterNamespaceOnly: true,
+		Evaluators: (&inproc.FakeEvaluator{}).Setup,
 	})
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = a.Stop() })

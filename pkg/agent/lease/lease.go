@@ -45,12 +45,8 @@ type Updater struct {
 // A failed renewal is logged and retried at the next tick: the hub may be
 // away, and the agent goes on without it.
 func (u *Updater) Start(ctx context.Context) error {
-	interval := u.Interval
-	if interval == 0 {
-		interval = DefaultInterval
-	}
 	log := ctrl.LoggerFrom(ctx).WithValues("lease", u.name(), "namespace", u.Namespace)
-	ticker := time.NewTicker(interval)
+	ticker := time.NewTicker(u.interval())
 	defer ticker.Stop()
 	for {
 		if err := u.Renew(ctx); err != nil {
@@ -70,10 +66,6 @@ func (u *Updater) NeedLeaderElection() bool { return false }
 // Renew creates the Lease or moves its renewTime to now.
 func (u *Updater) Renew(ctx context.Context) error {
 	now := metav1.NewMicroTime(u.now())
-	interval := u.Interval
-	if interval == 0 {
-		interval = DefaultInterval
-	}
 	l := &coordinationv1.Lease{}
 	key := client.ObjectKey{Namespace: u.Namespace, Name: u.name()}
 	err := u.Writer.Get(ctx, key, l)
@@ -82,7 +74,7 @@ func (u *Updater) Renew(ctx context.Context) error {
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity:       ptr.To(u.Holder),
-				LeaseDurationSeconds: ptr.To(int32(3 * interval / time.Second)),
+				LeaseDurationSeconds: ptr.To(durationSeconds(u.interval())),
 				AcquireTime:          &now,
 				RenewTime:            &now,
 			},
@@ -101,6 +93,20 @@ func (u *Updater) Renew(ctx context.Context) error {
 		return fmt.Errorf("renewing lease %s: %w", key, err)
 	}
 	return nil
+}
+
+// durationSeconds is the Lease's duration: three renewal intervals, in
+// whole seconds. Note: at least one, since the API server refuses zero (an
+// interval under a third of a second).
+func durationSeconds(interval time.Duration) int32 {
+	return max(1, int32(3*interval/time.Second)) //nolint:gosec // an interval of years is not a configuration
+}
+
+func (u *Updater) interval() time.Duration {
+	if u.Interval == 0 {
+		return DefaultInterval
+	}
+	return u.Interval
 }
 
 func (u *Updater) name() string {

@@ -19,13 +19,14 @@ import (
 	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/pkg/agent/hubconn/agenttest"
+	"github.com/canopy-policy/canopy/pkg/agent"
+	"github.com/canopy-policy/canopy/test/inproc"
 )
 
-// env is one hub and one managed API server. Each test registers its own
+// suite is one hub and one managed API server. Each test registers its own
 // cluster (a new cluster namespace on the hub, with the agent's hub
 // identity and RBAC) and runs its own agent for it, as cmd/agent does.
-var env *testenv.Env
+var suite = &testenv.Suite{Options: testenv.Options{ManagedClusters: []string{"managed"}}}
 
 // logs receives every log line of the agents, at the highest verbosity, so
 // that tests can check that no key ever reaches a log.
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	SetDefaultConsistentlyDuration(3 * time.Second)
 	EnforceDefaultTimeoutsWhenUsingContexts()
-	testenv.Run(m, testenv.Options{ManagedClusters: []string{"managed"}}, &env)
+	suite.Main(m)
 }
 
 // cluster is one test's registered cluster, running its agent.
@@ -71,6 +72,7 @@ func registerCluster(t *testing.T) *cluster {
 		return -1
 	}, strings.ToLower(strings.TrimPrefix(t.Name(), "Test")))
 	name := fmt.Sprintf("s%s-%04x", short[:min(len(short), 30)], rand.IntN(1<<16))
+	env := suite.Get(t)
 	hubCfg, err := env.RegisterCluster(t.Context(), name)
 	g.Expect(err).NotTo(HaveOccurred())
 	agentHub, err := client.New(hubCfg, client.Options{Scheme: scheme.New()})
@@ -82,11 +84,11 @@ func registerCluster(t *testing.T) *cluster {
 func (c *cluster) startAgent(t *testing.T) {
 	t.Helper()
 	g := NewWithT(t)
-	agent, err := agenttest.Start(context.Background(), agenttest.Options{
-		ManagedConfig: env.Managed[0].Config, HubConfig: c.hubConfig, ClusterNamespace: c.ns,
+	running, err := inproc.RunAgent(context.Background(), suite.Get(t).Managed[0].Config, agent.Options{
+		HubConfig: c.hubConfig, ClusterName: c.ns, ClusterNamespaceOnly: true, Evaluators: agent.NoEvaluators,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(agent.Stop()).To(Succeed()) })
+	t.Cleanup(func() { g.Expect(running.Stop()).To(Succeed()) })
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.

@@ -10,14 +10,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/clusterns"
 )
 
 // Name is the controller's name.
@@ -26,32 +23,18 @@ const Name = "specsync"
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create
 
-// Reconciler copies hub replicas to local Policies.
+// Reconciler copies hub replicas to local Policies: it reads replicas from
+// the hub cache, which holds only the cluster namespace, and writes the
+// managed cluster.
 type Reconciler struct {
-	// HubClient reads replicas from the hub cache, which is restricted to
-	// the cluster namespace.
-	HubClient client.Client
-	// ManagedClient reads and writes the managed cluster.
-	ManagedClient client.Client
-	// ClusterNamespace is the cluster namespace on the hub, and the
-	// namespace of the local Policies on the managed cluster.
-	ClusterNamespace string
+	clusterns.Clients
 }
 
 // SetupWithManager registers the controller with the hub manager mgr. It
 // also watches local Policies in managed, so that a local Policy changed or
 // deleted by hand is put back.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, managed cache.Cache) error {
-	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetNamespace() == r.ClusterNamespace
-	})
-	local := source.Kind(managed, &policyv1.Policy{},
-		&handler.TypedEnqueueRequestForObject[*policyv1.Policy]{},
-		predicate.NewTypedPredicateFuncs(func(p *policyv1.Policy) bool { return p.Namespace == r.ClusterNamespace }))
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		For(&policyv1.Policy{}, builder.WithPredicates(inNamespace)).
-		WatchesRawSource(local).
+	return r.PolicyController(mgr, managed, Name).
 		Complete(r)
 }
 

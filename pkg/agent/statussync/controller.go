@@ -5,10 +5,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -17,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/statuspatch"
 )
 
 // Name is the name of the local status controller.
@@ -75,21 +74,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.ManagedClient.Get(ctx, req.NamespacedName, policy); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	orig := policy.DeepCopy()
-	defer func() { // status is written once, here
-		if equality.Semantic.DeepEqual(orig.Status, policy.Status) {
-			return
-		}
-		if err := r.ManagedClient.Status().Patch(ctx, policy, client.MergeFrom(orig)); err != nil {
-			retErr = kerrors.NewAggregate([]error{retErr, client.IgnoreNotFound(err)})
-			return
-		}
-		ctrl.LoggerFrom(ctx).V(4).Info("Updated policy status", "policy", klog.KObj(policy), "compliance", policy.Status.ComplianceState)
-	}()
+	status := statuspatch.Snapshot(r.ManagedClient, policy, func(p *policyv1.Policy) any { return p.Status },
+		statuspatch.OnPatched(logUpdated))
+	defer status.Apply(ctx, &retErr) // status is written once, here
 	if !policy.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, r.reconcileNormal(ctx, policy)
+}
+
+// logUpdated logs a written status, in detail only: statussync writes one
+// per compliance event.
+func logUpdated(ctx context.Context, policy *policyv1.Policy) {
+	ctrl.LoggerFrom(ctx).V(4).Info("Updated policy status", "policy", klog.KObj(policy), "compliance", policy.Status.ComplianceState)
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Policy) error {
@@ -100,7 +97,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 	}
 	details := Details(TemplateNames(policy), Entries(string(policy.UID), events.Items), policy.Status.Details)
 	policy.Status.Details = details
-	policy.Status.ComplianceState = Aggregate(details)
+	policy.Status.ComplianceState = PolicyCompliance(details)
 	return nil
 }
 

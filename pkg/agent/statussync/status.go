@@ -107,23 +107,19 @@ func sortHistory(h []policyv1.ComplianceHistory) []policyv1.ComplianceHistory {
 	return out
 }
 
-// Aggregate returns the compliance of a Policy from its templates': any
-// NonCompliant → NonCompliant; else any Pending → Pending; else Compliant
-// when every template is Compliant; else "" (unknown). A Policy without
-// templates is Compliant.
-func Aggregate(details []policyv1.DetailsPerTemplate) policyv1.ComplianceState {
-	states := map[policyv1.ComplianceState]int{}
-	for _, d := range details {
-		states[d.ComplianceState]++
-	}
-	switch {
-	case states[policyv1.NonCompliant] > 0:
-		return policyv1.NonCompliant
-	case states[policyv1.Pending] > 0:
-		return policyv1.Pending
-	case states[policyv1.Compliant] == len(details):
+// PolicyCompliance returns the compliance of a Policy from its templates':
+// compliance.Aggregate of their states (any NonCompliant → NonCompliant;
+// else any Pending → Pending; else Compliant when every template is
+// Compliant; else "" unknown).
+func PolicyCompliance(details []policyv1.DetailsPerTemplate) policyv1.ComplianceState {
+	if len(details) == 0 {
+		// Not compliance.Aggregate's unknown: a Policy without templates has
+		// nothing to violate, and OCM's framework addon reports it Compliant.
 		return policyv1.Compliant
-	default:
-		return ""
 	}
+	states := make([]policyv1.ComplianceState, 0, len(details))
+	for _, d := range details {
+		states = append(states, d.ComplianceState)
+	}
+	return compliance.Aggregate(states...)
 }

@@ -64,7 +64,7 @@ func TestHistoryIsBounded(t *testing.T) {
 	g.Expect(d[0].History[HistoryLimit-1].Message).To(Equal("NonCompliant; try 15"))
 }
 
-func TestAggregate(t *testing.T) {
+func TestPolicyCompliance(t *testing.T) {
 	d := func(states ...policyv1.ComplianceState) []policyv1.DetailsPerTemplate {
 		var out []policyv1.DetailsPerTemplate
 		for _, s := range states {
@@ -81,7 +81,9 @@ func TestAggregate(t *testing.T) {
 		{d(policyv1.Pending, ""), policyv1.Pending},
 		{d(policyv1.Compliant, policyv1.Compliant), policyv1.Compliant},
 		{d(policyv1.Compliant, ""), ""},
+		{d(policyv1.Compliant, "Terminating"), ""},
+		{nil, policyv1.Compliant}, // no templates: nothing to violate
 	} {
-		NewWithT(t).Expect(Aggregate(tc.in)).To(Equal(tc.want), fmt.Sprint(tc.in))
+		NewWithT(t).Expect(PolicyCompliance(tc.in)).To(Equal(tc.want), fmt.Sprint(tc.in))
 	}
 }

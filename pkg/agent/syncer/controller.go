@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -26,6 +25,8 @@ import (
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	"github.com/canopy-policy/canopy/pkg/compliance"
+	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
+	"github.com/canopy-policy/canopy/pkg/statuspatch"
 )
 
 // RBAC: the syncer creates, updates and deletes objects of any kind a
@@ -40,11 +41,16 @@ import (
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;list
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;update;patch;delete
 
-// Reconciler syncs the declared trees of HierarchyPolicies. Its work queue
-// holds two kinds of keys: a namespace (empty Namespace, Name = the
-// namespace), which applies every enforced policy's objects there, and a
-// HierarchyPolicy, which applies its cluster-scoped objects, sweeps what it
-// applied earlier, and writes its status.
+// ControllerName names the controller of HierarchyPolicy keys (in logs and
+// metrics).
+const ControllerName = "syncer"
+
+// Reconciler syncs the declared trees of HierarchyPolicies. It runs two
+// controllers, each with its own typed work queue: one of HierarchyPolicy
+// keys (Reconcile), which applies a policy's cluster-scoped objects and
+// all its namespaces, sweeps what it applied earlier and writes its status,
+// and one of namespace keys (reconcileNamespace, namespace.go), which
+// applies every enforced policy's objects in one namespace.
 type Reconciler struct {
 	// ManagedClient reads HierarchyPolicies and Policies (cached), writes
 	// objects and HierarchyPolicy status.
@@ -54,24 +60,27 @@ type Reconciler struct {
 	ManagedReader client.Reader
 	// Recorder records compliance events on the parent Policies.
 	Recorder *compliance.Recorder
-	// MaxConcurrentReconciles is how many keys are reconciled at once
-	// (default 2).
+	// MaxConcurrentReconciles is how many keys each of the two controllers
+	// reconciles at once; zero means controllerdefaults.SyncerConcurrency.
 	MaxConcurrentReconciles int
 
 	mapper    meta.RESTMapper
 	discovery discovery.DiscoveryInterface
 	cache     cache.Cache
-	ctrl      controller.Controller
-	now       func() time.Time
+	// policies and namespaces are the controllers of the two key types.
+	policies   controller.Controller
+	namespaces controller.TypedController[namespaceRequest]
+	now        func() time.Time
 
 	// watchMu guards watched, the kinds with a watch.
 	watchMu sync.Mutex
 	watched map[schema.GroupVersionKind]bool
 }
 
-// SetupWithManager registers the controller, and the SubNamespace
-// controller beside it. ManagedClient and Recorder are required;
-// ManagedReader defaults to the manager's API reader.
+// SetupWithManager registers the controllers of HierarchyPolicy keys and of
+// namespace keys, and the SubNamespace controller beside them. ManagedClient
+// and Recorder are required; ManagedReader defaults to the manager's API
+// reader.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.ManagedClient == nil || r.Recorder == nil {
 		return errors.New("syncer.Reconciler needs a ManagedClient and a Recorder")
@@ -85,33 +94,37 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.discovery, r.mapper, r.cache = dc, mgr.GetRESTMapper(), mgr.GetCache()
 	r.watched, r.now = map[schema.GroupVersionKind]bool{}, time.Now
-	concurrency := r.MaxConcurrentReconciles
-	if concurrency == 0 {
-		concurrency = 2
+	if err := r.setupPolicies(mgr); err != nil {
+		return err
 	}
-	r.ctrl, err = ctrl.NewControllerManagedBy(mgr).
-		Named("syncer").
-		For(&hierarchyv1alpha1.HierarchyPolicy{}, builder.WithPredicates(evaluationTriggers())).
-		Watches(&hierarchyv1alpha1.HierarchyPolicy{}, r.subtreeHandler()).
-		Watches(&corev1.Namespace{}, r.namespaceHandler()).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: concurrency,
-			// Bounded backoff for transient failures: 1s doubling to 5 minutes.
-			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 5*time.Minute),
-		}).
-		Build(r)
-	if err != nil {
+	if err := r.setupNamespaces(mgr); err != nil {
 		return err
 	}
 	return (&SubNamespaceReconciler{ManagedClient: r.ManagedClient}).SetupWithManager(mgr)
 }
 
-// Reconcile syncs one namespace, or one HierarchyPolicy's cluster scope and
-// status.
+// setupPolicies registers the controller of HierarchyPolicy keys: a policy's
+// own changes that call for an evaluation, and the changes of Namespaces
+// (and, through watch, of the kinds the policies name) that concern it.
+func (r *Reconciler) setupPolicies(mgr ctrl.Manager) error {
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&hierarchyv1alpha1.HierarchyPolicy{}, builder.WithPredicates(evaluationTriggers())).
+		Watches(&corev1.Namespace{}, r.policyKeys(namespaceName)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.concurrency(), RateLimiter: controllerdefaults.RateLimiter[reconcile.Request]()}).
+		Build(r)
+	r.policies = c
+	return err
+}
+
+// concurrency is MaxConcurrentReconciles, defaulted.
+func (r *Reconciler) concurrency() int {
+	return controllerdefaults.Concurrency(r.MaxConcurrentReconciles, controllerdefaults.SyncerConcurrency)
+}
+
+// Reconcile syncs one HierarchyPolicy's cluster scope and namespaces, and
+// writes its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	if req.Namespace == "" {
-		return ctrl.Result{}, r.reconcileNamespace(ctx, req.Name)
-	}
 	policy := &hierarchyv1alpha1.HierarchyPolicy{}
 	if err := r.ManagedClient.Get(ctx, req.NamespacedName, policy); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -119,15 +132,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	orig := policy.DeepCopy()
-	defer func() { // status is written once, here, whatever happens below
-		if equality.Semantic.DeepEqual(orig.Status, policy.Status) || (retErr != nil && onlyTimeChanged(orig.Status, policy.Status)) {
-			return // Note: a failure retried with backoff does not rewrite the status to bump lastEvaluated
-		}
-		if err := r.ManagedClient.Status().Patch(ctx, policy, client.MergeFrom(orig)); err != nil {
-			retErr = kerrors.NewAggregate([]error{retErr, client.IgnoreNotFound(err)})
-		}
-	}()
+	status := statuspatch.Snapshot(r.ManagedClient, policy, func(p *hierarchyv1alpha1.HierarchyPolicy) any { return p.Status },
+		statuspatch.SkipWhen(onlyTimeChangedOnFailure))
+	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
 	if !policy.DeletionTimestamp.IsZero() {
 		// Note: like a ConfigurationPolicy with pruneObjectBehavior None, a
 		// deleted HierarchyPolicy leaves what it applied.
@@ -136,8 +143,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	return r.reconcileNormal(ctx, policy)
 }
 
-// onlyTimeChanged tells whether two statuses differ in lastEvaluated alone.
-func onlyTimeChanged(a, b hierarchyv1alpha1.HierarchyPolicyStatus) bool {
+// onlyTimeChangedOnFailure tells a failed reconcile whose status differs
+// from orig's in lastEvaluated alone. Note: a failure retried with backoff
+// does not rewrite the status to bump lastEvaluated.
+func onlyTimeChangedOnFailure(orig, policy *hierarchyv1alpha1.HierarchyPolicy, err error) bool {
+	if err == nil {
+		return false
+	}
+	a, b := orig.Status, policy.Status
 	a.LastEvaluated, b.LastEvaluated = nil, nil
 	return equality.Semantic.DeepEqual(a, b)
 }
@@ -154,8 +167,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *hierarchyv1alp
 	if len(errs) > 0 {
 		return ctrl.Result{}, kerrors.NewAggregate(errs)
 	}
-	if !t.valid() {
-		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("%s has an invalid tree: %v", klog.KObj(policy), t.problems))
+	if !t.Valid() {
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("%s has an invalid tree: %v", klog.KObj(policy), t.Problems))
 	}
 	return ctrl.Result{}, nil
 }
@@ -164,8 +177,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *hierarchyv1alp
 // declared kinds and the check of the live-propagation kinds.
 func (r *Reconciler) evaluate(ctx context.Context, policy *hierarchyv1alpha1.HierarchyPolicy, t *tree) ([]outcome, []error) {
 	enforce := policy.Spec.RemediationAction.IsEnforce()
-	clusterDesired, problems := t.clusterObjects(policy.Spec.ClusterResources)
-	t.problems = append(t.problems, problems...)
+	clusterDesired, problems := t.ClusterObjects(policy.Spec.ClusterResources)
+	t.Problems = append(t.Problems, problems...)
 	var errs []error
 	if err := r.watchKinds(ctx, policy, clusterDesired); err != nil {
 		errs = append(errs, err)
@@ -174,9 +187,11 @@ func (r *Reconciler) evaluate(ctx context.Context, policy *hierarchyv1alpha1.Hie
 	if err != nil {
 		errs = append(errs, err)
 	}
-	outcomes = append([]outcome{r.checkPropagationKinds(policy)}, outcomes...)
+	// Note: a kind the cluster does not serve counts as a failed read, so that
+	// it retries with backoff and a kind served later is picked up.
+	outcomes = append([]outcome{{failed: failures{kinds: unservedKinds(r.mapper, policy)}}}, outcomes...)
 	for _, o := range outcomes {
-		for _, err := range o.failed {
+		for _, err := range o.failed.all() {
 			errs = append(errs, fmt.Errorf("namespace %q: %w", o.namespace, err))
 		}
 	}
@@ -208,24 +223,6 @@ func (r *Reconciler) syncAll(ctx context.Context, policy *hierarchyv1alpha1.Hier
 	return append(outcomes, generated...), errors.Join(errs...)
 }
 
-// checkPropagationKinds reports, as a failed read, each kind of the
-// policy's live propagation that the cluster does not serve: such a kind is
-// never copied, and the user must see why. The failure retries with
-// backoff, so a kind served later is picked up.
-func (r *Reconciler) checkPropagationKinds(policy *hierarchyv1alpha1.HierarchyPolicy) outcome {
-	o := outcome{failed: map[int]error{}}
-	if policy.Spec.Propagation == nil {
-		return o
-	}
-	for i, k := range policy.Spec.Propagation.Kinds {
-		gk := schema.GroupKind{Group: k.Group, Kind: k.Kind}
-		if _, err := r.mapper.RESTMapping(gk); err != nil {
-			o.failed[-1-i] = fmt.Errorf("propagation kind %s: %w", gk, err)
-		}
-	}
-	return o
-}
-
 // partition separates, among the objects a policy applied, those of its
 // generators from those of its tree.
 func partition(owned map[string][]*unstructured.Unstructured) (map[string][]*unstructured.Unstructured, []*unstructured.Unstructured) {
@@ -241,48 +238,6 @@ func partition(owned map[string][]*unstructured.Unstructured) (map[string][]*uns
 		}
 	}
 	return tree, generated
-}
-
-// reconcileNamespace applies, in namespace ns, the objects of every
-// enforced HierarchyPolicy whose tree has ns or whose generators select it,
-// then live propagation from ns's parent or template namespace. Status is
-// the policies' own reconciles' business.
-func (r *Reconciler) reconcileNamespace(ctx context.Context, ns string) error {
-	if reservedNamespaces[ns] {
-		return nil
-	}
-	list := &hierarchyv1alpha1.HierarchyPolicyList{}
-	if err := r.ManagedClient.List(ctx, list); err != nil {
-		return fmt.Errorf("listing hierarchy policies: %w", err)
-	}
-	var errs []error
-	for i := range list.Items {
-		p := &list.Items[i]
-		if !p.Spec.RemediationAction.IsEnforce() || !p.DeletionTimestamp.IsZero() {
-			continue
-		}
-		t := newTree(p)
-		var outcomes []outcome
-		if t.manages(ns) {
-			outcomes = append(outcomes, r.syncNamespace(ctx, t, ns, nil, true))
-		}
-		if len(p.Spec.Generators) > 0 {
-			generated, err := r.syncGenerators(ctx, p, t, nil, ns, true)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("policy %s: %w", klog.KObj(p), err))
-			}
-			outcomes = append(outcomes, generated...)
-		}
-		for _, o := range outcomes {
-			for _, err := range o.failed {
-				errs = append(errs, fmt.Errorf("policy %s: %w", klog.KObj(p), err))
-			}
-		}
-	}
-	if err := r.propagate(ctx, ns, list.Items); err != nil {
-		errs = append(errs, err)
-	}
-	return kerrors.NewAggregate(errs)
 }
 
 func countRemediated(outcomes []outcome) int {

@@ -19,8 +19,8 @@ func clusterRole(name string) *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
 
-// TestClusterScopedTable walks seed 000's cluster-scoped table with its
-// examples: pod-accountant (never declared) is untouched, namespace-reader
+// TestClusterScopedTable walks the cluster-scoped guarantee table
+// (docs/api.md, "Declared tree") with the foo-corp examples: pod-accountant (never declared) is untouched, namespace-reader
 // (declared, different) is updated, quota-viewer is created, then deleted
 // when removed from the policy.
 func TestClusterScopedTable(t *testing.T) {
@@ -71,7 +71,7 @@ func patchRules(f *fixture, role *rbacv1.ClusterRole, verbs []string) {
 	f.g.Expect(f.c.Patch(f.t.Context(), role, client.MergeFrom(orig))).To(Succeed())
 }
 
-// fooCorpTree is seed 000's namespace example: pod-creators declared on the
+// fooCorpTree is the foo-corp namespace example: pod-creators declared on the
 // abstract shipping-app-backend, inherited by its three namespaces.
 const fooCorpTree = `
 spec:
@@ -96,8 +96,8 @@ func binding(ns string) *rbacv1.RoleBinding {
 	return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pod-creators"}}
 }
 
-// TestNamespaceScopedTable walks seed 000's namespace-scoped table with its
-// examples.
+// TestNamespaceScopedTable walks the namespace-scoped guarantee table
+// (docs/api.md, "Declared tree") with the foo-corp examples.
 func TestNamespaceScopedTable(t *testing.T) {
 	f := newFixture(t)
 	f.policy("metadata: {name: foo-corp}" + fooCorpTree)

@@ -1,4 +1,5 @@
-// Package syncer is Canopy's hierarchical namespace syncer (DESIGN.md §5):
+// Package syncer is Canopy's hierarchical namespace syncer (docs/api.md,
+// "HierarchyPolicy"):
 // it makes namespaces and the objects in them match the declared trees of
 // HierarchyPolicies (hierarchy.canopy.io/v1alpha1).
 //
@@ -14,7 +15,8 @@
 // One engine, one planner. plan(desired, observed, rules) (plan.go) is a
 // pure function returning actions {op, object, reason}; the controller
 // applies them under enforce, and under inform reports them as NonCompliant
-// without writing. The planner implements both tables of seed 000:
+// without writing. The planner implements both guarantee tables of
+// docs/api.md ("Declared tree"):
 //
 //   - declared and missing → create; declared and different → update in
 //     place (equivalent, equal.go, ignores fields the API server fills in);
@@ -41,19 +43,22 @@
 // another HierarchyPolicy, or a controlling owner) are reported as conflicts,
 // never overwritten or deleted.
 //
-// Level-based engine (seed 001): the work queue holds namespace keys (empty
-// Namespace, Name = the namespace) and HierarchyPolicy keys. A namespace key
-// applies, in that namespace, every enforced policy whose tree has it; a
-// policy key applies the policy's cluster-scoped objects and all its
-// namespaces, sweeps, and writes the status. A policy's change fans out to
-// the namespace keys of the subtrees of the nodes that changed
-// (affectedNamespaces); a change to a Namespace or to an object of a watched
-// kind maps back to its namespace key and to the policies concerned. Bursts
-// coalesce in the work queue. Watches on declared and managed kinds are
-// started the first time a policy names them. Objects are read from the API
+// Level-based engine (docs/architecture.md, "Inside the hierarchical
+// syncer"): two controllers, each with a typed work queue of its own. The
+// "syncer" controller's keys are HierarchyPolicies: a policy key applies the
+// policy's cluster-scoped objects and all its namespaces, sweeps, and writes
+// the status (Reconcile). The "syncer-namespace" controller's keys are
+// namespaces (namespaceRequest, namespace.go): a namespace key applies, in
+// that namespace, every enforced policy whose tree has it, then live
+// propagation. A policy's change fans out to the namespace keys of the
+// subtrees of the nodes that changed (affectedNamespaces); a change to a
+// Namespace or to an object of a watched kind maps back to its namespace
+// key and to the policies concerned. Bursts coalesce in each work queue.
+// Watches on declared and managed kinds are started, for both controllers,
+// the first time a policy names them. Objects are read from the API
 // server, never from a possibly stale cache.
 //
-// Generators (seed 002; generate.go): spec.generators create an object,
+// Generators (generate.go): spec.generators create an object,
 // from inline data or cloned from an existing object, in every namespace
 // the selector matches — existing ones as well as new ones. Each object is
 // labelled hierarchy.canopy.io/generated-by=<policy>.<generator>. With
@@ -63,7 +68,7 @@
 // generator's deletions. The planner is the same; generated objects and
 // tree objects of one policy are conflicts to each other.
 //
-// Live propagation (seed 003; propagate.go): run on each namespace key.
+// Live propagation (propagate.go): run on each namespace key.
 // A namespace labelled hierarchy.canopy.io/parent=<ns> (a sub-namespace) or
 // hierarchy.canopy.io/template=<ns> copies, from that namespace, the
 // objects of the kinds in any HierarchyPolicy's spec.propagation.kinds that
@@ -74,7 +79,9 @@
 // annotations whose keys match spec.propagation.labelKeys/annotationKeys
 // are copied down too. Because the rule is level-based and every namespace
 // is reconciled when the agent starts, copies orphaned while it was down
-// are deleted then.
+// are deleted then. An object whose controller (owner reference) carries
+// hierarchy.canopy.io/propagate-generated is annotated to propagate with
+// that mode, so that what a controller generates propagates too.
 //
 // SubNamespaceReconciler (subnamespace.go), registered by Reconciler, is the
 // only writer of SubNamespace status (the Ready condition, namespace) and
@@ -83,8 +90,7 @@
 // deleting the SubNamespace deletes the child only while the child's parent
 // label still names the SubNamespace's namespace.
 //
-// Not done: propagate-generated (objects owned by an annotated owner); the
-// parent Policy's remediationAction is expected to be written into the
+// Not done: the parent Policy's remediationAction is expected to be written into the
 // template by templatesync, not read here; a deleted HierarchyPolicy leaves
 // what it applied (like pruneObjectBehavior None).
 package syncer

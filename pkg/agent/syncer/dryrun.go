@@ -38,18 +38,16 @@ func DryRun(ctx context.Context, cfg *rest.Config, c client.Client, p *hierarchy
 	ro := readOnly{Client: c}
 	r := &Reconciler{ManagedClient: ro, ManagedReader: ro, mapper: c.RESTMapper(), discovery: dc}
 	t := newTree(p)
-	clusterDesired, problems := t.clusterObjects(p.Spec.ClusterResources)
-	t.problems = append(t.problems, problems...)
+	clusterDesired, problems := t.ClusterObjects(p.Spec.ClusterResources)
+	t.Problems = append(t.Problems, problems...)
 	outcomes, err := r.syncAll(ctx, p, t, clusterDesired, false)
 	if err != nil {
 		return DryRunResult{}, err
 	}
-	res := DryRunResult{Problems: t.problems}
+	res := DryRunResult{Problems: t.Problems}
 	var errs []error
 	for _, o := range outcomes {
-		for _, err := range o.failed {
-			errs = append(errs, err)
-		}
+		errs = append(errs, o.failed.all()...)
 		for _, a := range o.actions {
 			res.Actions = append(res.Actions, dryrun.Action{Op: string(a.op), APIVersion: a.object.GetAPIVersion(), Kind: a.object.GetKind(),
 				Namespace: a.object.GetNamespace(), Name: a.object.GetName(), Reason: a.reason})

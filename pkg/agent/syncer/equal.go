@@ -2,13 +2,12 @@ package syncer
 
 import (
 	"maps"
-	"reflect"
 
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
+	"github.com/canopy-policy/canopy/pkg/compare"
 )
 
 // exactFields are, per kind, the top-level fields compared exactly: a key
@@ -25,8 +24,9 @@ var ignoredFields = map[string]bool{"apiVersion": true, "kind": true, "metadata"
 
 // equivalent reports whether observed is as declared: its labels and
 // annotations include the declared ones, and each declared top-level field
-// matches (exactly for exactFields, else ignoring extra map keys and
-// comparing quantities by value).
+// matches: under compare.Strict for exactFields, else under
+// compare.Ordered (extra map keys ignored, quantities compared by value).
+// Numbers compare by value in both.
 func equivalent(declared, observed *unstructured.Unstructured) bool {
 	declared = adoptable(declared, observed)
 	if !includes(observed.GetLabels(), declared.GetLabels()) ||
@@ -41,8 +41,12 @@ func equivalent(declared, observed *unstructured.Unstructured) bool {
 		if ignoredFields[field] {
 			continue
 		}
+		mode := compare.Ordered
+		if exact[field] {
+			mode = compare.Strict
+		}
 		got, ok := observed.Object[field]
-		if !ok || !matches(want, got, exact[field]) {
+		if !ok || !compare.Matches(want, got, mode) {
 			return false
 		}
 	}
@@ -61,7 +65,7 @@ func mergeInto(declared, observed *unstructured.Unstructured) *unstructured.Unst
 	out := observed.DeepCopy()
 	for field, v := range declared.Object {
 		if !ignoredFields[field] {
-			out.Object[field] = runtimeDeepCopy(v)
+			out.Object[field] = compare.DeepCopy(v)
 		}
 	}
 	for _, field := range exactFields[declared.GroupVersionKind().GroupKind()] {
@@ -108,74 +112,4 @@ func includes(have, want map[string]string) bool {
 		}
 	}
 	return true
-}
-
-// matches compares a declared value with an observed one.
-func matches(want, got any, exact bool) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok || (exact && len(g) != len(w)) {
-			return false
-		}
-		for k, wv := range w {
-			gv, ok := g[k]
-			if !ok || !matches(wv, gv, exact) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return false
-		}
-		for i := range w {
-			if !matches(w[i], g[i], exact) {
-				return false
-			}
-		}
-		return true
-	case nil:
-		return got == nil
-	}
-	if exact {
-		return reflect.DeepEqual(want, got)
-	}
-	return scalarEqual(want, got)
-}
-
-// scalarEqual compares numbers by value and quantity strings ("1Gi",
-// "1024Mi") by value.
-func scalarEqual(want, got any) bool {
-	if wn, ok := number(want); ok {
-		gn, ok := number(got)
-		return ok && wn == gn
-	}
-	ws, wok := want.(string)
-	gs, gok := got.(string)
-	if wok && gok && ws != gs {
-		wq, werr := resource.ParseQuantity(ws)
-		gq, gerr := resource.ParseQuantity(gs)
-		return werr == nil && gerr == nil && wq.Cmp(gq) == 0
-	}
-	return reflect.DeepEqual(want, got)
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return float64(n), true
-	case float64:
-		return n, true
-	case int:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	}
-	return 0, false
-}
-
-func runtimeDeepCopy(v any) any {
-	return (&unstructured.Unstructured{Object: map[string]any{"v": v}}).DeepCopy().Object["v"]
 }

@@ -14,7 +14,7 @@ import (
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
 // TestExamples applies examples/hierarchy to a real API server and checks
@@ -22,7 +22,7 @@ import (
 // namespaces they name are the examples' own (no other test uses them).
 func TestExamples(t *testing.T) {
 	f := newFixture(t)
-	root, err := testenv.RepoRoot()
+	root, err := controlplane.RepoRoot()
 	f.g.Expect(err).NotTo(HaveOccurred())
 	dir := filepath.Join(root, "examples", "hierarchy")
 

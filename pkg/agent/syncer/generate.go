@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
+	"github.com/canopy-policy/canopy/pkg/compare"
+	"github.com/canopy-policy/canopy/pkg/hierarchy"
 )
 
 // synchronizeSuffix ends the provenance annotation of the objects of a
@@ -24,7 +26,7 @@ import (
 const synchronizeSuffix = " (synchronize)"
 
 // generatorID is the GeneratedByLabel value of g's objects.
-func (t *tree) generatorID(g hierarchyv1alpha1.Generator) string { return t.policy + "." + g.Name }
+func (t *tree) generatorID(g hierarchyv1alpha1.Generator) string { return t.Policy + "." + g.Name }
 
 // generated renders the objects generator g declares in namespaces, from
 // template (its data, or the clone source). It is pure.
@@ -37,7 +39,7 @@ func (t *tree) generated(g hierarchyv1alpha1.Generator, template *unstructured.U
 		if g.Synchronize {
 			where += synchronizeSuffix
 		}
-		t.render(u, where)
+		t.Render(u, where)
 		lbls := u.GetLabels()
 		lbls[hierarchyv1alpha1.GeneratedByLabel] = t.generatorID(g)
 		u.SetLabels(lbls)
@@ -56,7 +58,7 @@ func selected(g hierarchyv1alpha1.Generator, all []corev1.Namespace) ([]string, 
 	var out []string
 	for i := range all {
 		ns := &all[i]
-		if !reservedNamespaces[ns.Name] && ns.DeletionTimestamp.IsZero() && sel.Matches(labels.Set(ns.Labels)) {
+		if !hierarchy.IsReserved(ns.Name) && ns.DeletionTimestamp.IsZero() && sel.Matches(labels.Set(ns.Labels)) {
 			out = append(out, ns.Name)
 		}
 	}
@@ -67,7 +69,7 @@ func selected(g hierarchyv1alpha1.Generator, all []corev1.Namespace) ([]string, 
 // of its clone source (nil when the source does not exist).
 func (r *Reconciler) template(ctx context.Context, g hierarchyv1alpha1.Generator) (*unstructured.Unstructured, error) {
 	if g.Data != nil {
-		u, err := decode(*g.Data)
+		u, err := hierarchy.Decode(*g.Data)
 		if err != nil {
 			return nil, fmt.Errorf("generator %s: data: %w", g.Name, err)
 		}
@@ -95,7 +97,7 @@ func cleanCopy(src *unstructured.Unstructured) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	for k, v := range src.Object {
 		if k != "metadata" && k != "status" {
-			u.Object[k] = runtimeDeepCopy(v)
+			u.Object[k] = compare.DeepCopy(v)
 		}
 	}
 	u.SetName(src.GetName())
@@ -147,7 +149,7 @@ func (r *Reconciler) syncGenerators(ctx context.Context, p *hierarchyv1alpha1.Hi
 				gone = append(gone, u)
 			}
 		}
-		actions = append(actions, plan(nil, gone, rules{policy: t.policy, holdDeletes: !t.valid(), generator: id})...)
+		actions = append(actions, plan(nil, gone, rules{policy: t.Policy, holdDeletes: !t.Valid(), generator: id})...)
 	}
 	return r.applyByNamespace(ctx, actions, declared, enforce), joinErrs(errs)
 }
@@ -168,7 +170,7 @@ func (r *Reconciler) planGenerator(ctx context.Context, t *tree, g hierarchyv1al
 	if err != nil {
 		return nil, nil, err
 	}
-	r2 := rules{policy: t.policy, generator: t.generatorID(g), holdDeletes: !t.valid()}
+	r2 := rules{policy: t.Policy, generator: t.generatorID(g), holdDeletes: !t.Valid()}
 	var desired []*unstructured.Unstructured
 	var held []action
 	if tmpl == nil { // the clone source has not synced: create nothing, delete nothing
@@ -207,7 +209,7 @@ func (r *Reconciler) applyByNamespace(ctx context.Context, actions []action, dec
 	byNS := map[string]*outcome{}
 	get := func(ns string) *outcome {
 		if byNS[ns] == nil {
-			byNS[ns] = &outcome{namespace: ns, declared: declared[ns], failed: map[int]error{}}
+			byNS[ns] = &outcome{namespace: ns, declared: declared[ns]}
 		}
 		return byNS[ns]
 	}
@@ -253,7 +255,7 @@ func dedupe(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	for _, u := range objs {
 		byKey[keyOf(u)] = u
 	}
-	return sortedObjects(byKey)
+	return hierarchy.SortedObjects(byKey)
 }
 
 func joinErrs(errs []error) error {

@@ -36,14 +36,14 @@ func (r *Reconciler) owned(ctx context.Context, t *tree) (map[string][]*unstruct
 	for _, gvk := range gvks {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		err := r.ManagedReader.List(ctx, list, client.MatchingLabels{hierarchyv1alpha1.PolicyLabel: t.policy})
+		err := r.ManagedReader.List(ctx, list, client.MatchingLabels{hierarchyv1alpha1.PolicyLabel: t.Policy})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("listing %s: %w", gvk.GroupKind(), err))
 			continue
 		}
 		for i := range list.Items {
 			u := &list.Items[i]
-			if strings.HasPrefix(u.GetAnnotations()[hierarchyv1alpha1.SourceAnnotation], t.source+",") {
+			if strings.HasPrefix(u.GetAnnotations()[hierarchyv1alpha1.SourceAnnotation], t.Source+",") {
 				out[u.GetNamespace()] = append(out[u.GetNamespace()], u)
 			}
 		}

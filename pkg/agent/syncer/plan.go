@@ -1,7 +1,6 @@
 package syncer
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
+	"github.com/canopy-policy/canopy/pkg/hierarchy"
 )
 
 // op is what an action does.
@@ -39,27 +39,13 @@ type action struct {
 // changes reports whether the action writes.
 func (a action) changes() bool { return a.op == opCreate || a.op == opUpdate || a.op == opDelete }
 
-// objectKey identifies an object.
-type objectKey struct {
-	schema.GroupKind
-	Namespace, Name string
-}
+// objectKey identifies an object (hierarchy.ObjectKey, which the tree
+// keys its objects by).
+type objectKey = hierarchy.ObjectKey
 
-func (k objectKey) String() string {
-	if k.Namespace == "" {
-		return k.Kind + " " + k.Name
-	}
-	return k.Kind + " " + k.Namespace + "/" + k.Name
-}
+func keyOf(u *unstructured.Unstructured) objectKey { return hierarchy.KeyOf(u) }
 
-func keyOf(u *unstructured.Unstructured) objectKey {
-	return objectKey{GroupKind: u.GroupVersionKind().GroupKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
-}
-
-func compareKeys(a, b objectKey) int {
-	return cmp.Or(cmp.Compare(a.Group, b.Group), cmp.Compare(a.Kind, b.Kind),
-		cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-}
+func compareKeys(a, b objectKey) int { return hierarchy.CompareKeys(a, b) }
 
 // rules say what the planner may delete among observed objects that are
 // not declared.
@@ -85,7 +71,7 @@ type rules struct {
 func plan(desired, observed []*unstructured.Unstructured, r rules) []action {
 	seen := map[objectKey]*unstructured.Unstructured{}
 	for _, o := range observed {
-		if !reservedNamespaces[o.GetNamespace()] {
+		if !hierarchy.IsReserved(o.GetNamespace()) {
 			seen[keyOf(o)] = o
 		}
 	}
@@ -93,7 +79,7 @@ func plan(desired, observed []*unstructured.Unstructured, r rules) []action {
 	declared := map[objectKey]bool{}
 	for _, d := range desired {
 		key := keyOf(d)
-		if reservedNamespaces[key.Namespace] || declared[key] {
+		if hierarchy.IsReserved(key.Namespace) || declared[key] {
 			continue
 		}
 		declared[key] = true
@@ -112,7 +98,8 @@ func plan(desired, observed []*unstructured.Unstructured, r rules) []action {
 	return out
 }
 
-// planDeclared is the first three rows of both tables of seed 000: a
+// planDeclared is the first three rows of both guarantee tables
+// (docs/api.md, "Declared tree"): a
 // declared object is created when missing and updated when different.
 func planDeclared(d, o *unstructured.Unstructured, r rules) (action, bool) {
 	if o == nil {

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
+	"github.com/canopy-policy/canopy/pkg/hierarchy"
 )
 
 // obj reads a YAML object.
@@ -35,7 +36,8 @@ const (
 var rbacStrict = map[schema.GroupKind]bool{{Group: "rbac.authorization.k8s.io", Kind: "Role"}: true,
 	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}: true}
 
-// TestPlanSeedTables walks both tables of seed 000 row by row.
+// TestPlanSeedTables walks both guarantee tables of docs/api.md ("Declared
+// tree") row by row.
 func TestPlanSeedTables(t *testing.T) {
 	cluster := rules{policy: "foo-corp"}
 	namespaced := rules{policy: "foo-corp", strict: rbacStrict}
@@ -165,7 +167,7 @@ func FuzzPlan(f *testing.F) {
 		}
 		actions := plan(desired, []*unstructured.Unstructured{observed}, r)
 		for _, a := range actions {
-			if reservedNamespaces[a.object.GetNamespace()] {
+			if hierarchy.IsReserved(a.object.GetNamespace()) {
 				t.Fatalf("touches a reserved namespace: %v", summary(actions))
 			}
 			if a.op == opDelete && (hold || (!strict && oPolicy != "p") || (declare && keyOf(desired[0]) == keyOf(a.object))) {
@@ -207,5 +209,5 @@ func applyPlan(observed []*unstructured.Unstructured, actions []action) []*unstr
 			delete(byKey, keyOf(a.object))
 		}
 	}
-	return sortedObjects(byKey)
+	return hierarchy.SortedObjects(byKey)
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
+	"github.com/canopy-policy/canopy/pkg/hierarchy"
 )
 
 // propagation is the live-propagation configuration of the cluster: the
@@ -66,7 +67,7 @@ func sourceOf(ns *corev1.Namespace) string {
 // labels and annotations by key pattern, then the objects of each kind.
 // Without a source, its update-mode copies are deleted (it left the tree).
 func (r *Reconciler) propagateInto(ctx context.Context, ns *corev1.Namespace, conf propagation) error {
-	if reservedNamespaces[ns.Name] || !ns.DeletionTimestamp.IsZero() {
+	if hierarchy.IsReserved(ns.Name) || !ns.DeletionTimestamp.IsZero() {
 		return nil
 	}
 	srcName := sourceOf(ns)
@@ -158,13 +159,9 @@ func (r *Reconciler) propagateKind(ctx context.Context, ns, src string, gk schem
 			actions = append(actions, a)
 		}
 	}
-	o := outcome{namespace: ns, actions: actions, failed: map[int]error{}}
+	o := outcome{namespace: ns, actions: actions}
 	r.apply(ctx, &o, true)
-	var errs []error
-	for _, err := range o.failed {
-		errs = append(errs, err)
-	}
-	return joinErrs(errs)
+	return joinErrs(o.failed.all())
 }
 
 // copiesOf renders the copies, in namespace ns, of the objects of sources
@@ -258,7 +255,8 @@ func (r *Reconciler) children(ctx context.Context, ns string) []string {
 }
 
 // markGenerated sets PropagateAnnotation on the objects whose controller
-// carries PropagateGeneratedAnnotation (seed 003's propagate-generated).
+// carries PropagateGeneratedAnnotation, so that what a controller generates
+// from a propagated object propagates too.
 func (r *Reconciler) markGenerated(ctx context.Context, objs []*unstructured.Unstructured) error {
 	owners := map[types.UID]string{}
 	for _, u := range objs {

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
 const livePolicy = `
@@ -43,7 +43,7 @@ func (f *fixture) data(ns, name string) func(Gomega) map[string]string {
 	}
 }
 
-// TestLivePropagation follows seed 003: SubNamespaces make a tree under a
+// TestLivePropagation (docs/api.md, "Live propagation"): SubNamespaces make a tree under a
 // root namespace; propagate=update copies follow their source down two
 // levels and go with it; propagate=create copies are made once; labels and
 // annotations propagate by key pattern; a template namespace feeds the
@@ -165,10 +165,10 @@ func TestSubNamespaceLifecycle(t *testing.T) {
 // It runs its own API server, since it stops its agent.
 func TestOrphanCleanupAfterRestart(t *testing.T) {
 	t.Parallel()
-	shared.Get(t) // the logger
+	suite.Get(t) // the logger
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cp, err := testenv.StartControlPlane(ctx, "restart")
+	cp, err := controlplane.Start(ctx, "restart")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,8 +55,8 @@ type outcome struct {
 	actions   []action
 	// applied is true when the plan's changes were written (enforce).
 	applied bool
-	// failed are the changes that failed, by action index.
-	failed map[int]error
+	// failed are the reads and writes that failed.
+	failed failures
 }
 
 // open returns the actions of o still to be done: all of them under
@@ -64,7 +64,7 @@ type outcome struct {
 func (o outcome) open() []action {
 	var out []action
 	for i, a := range o.actions {
-		if !o.applied || !a.changes() || o.failed[i] != nil {
+		if !o.applied || !a.changes() || o.failed.write(i) != nil {
 			out = append(out, a)
 		}
 	}
@@ -75,7 +75,7 @@ func (o outcome) open() []action {
 // It is pure.
 func evaluatedStatus(p *hierarchyv1alpha1.HierarchyPolicy, t *tree, outcomes []outcome, now time.Time) hierarchyv1alpha1.HierarchyPolicyStatus {
 	st := p.Status.DeepCopy()
-	st.ManagedNamespaces = t.namespaces()
+	st.ManagedNamespaces = t.Namespaces()
 	st.Namespaces, st.RelatedObjects = nil, nil
 	var open, conflicts, failed, remediated int
 	var firstErr string
@@ -84,7 +84,7 @@ func evaluatedStatus(p *hierarchyv1alpha1.HierarchyPolicy, t *tree, outcomes []o
 		c := counts(o)
 		open += int(c.Planned)
 		conflicts += int(c.Conflicts)
-		failed += len(o.failed)
+		failed += o.failed.count()
 		if firstErr == "" {
 			firstErr = firstFailure(o)
 		}
@@ -103,8 +103,8 @@ func evaluatedStatus(p *hierarchyv1alpha1.HierarchyPolicy, t *tree, outcomes []o
 			st.Namespaces = append(st.Namespaces, c)
 		}
 	}
-	setTreeValid(st, p.Generation, t.problems)
-	state, reason, msg := summarize(t.valid(), open, conflicts, failed, remediated)
+	setTreeValid(st, p.Generation, t.Problems)
+	state, reason, msg := summarize(t.Valid(), open, conflicts, failed, remediated)
 	if reason == ReasonFailed {
 		msg += " First: " + firstErr
 	}
@@ -141,7 +141,7 @@ func countApplied(o outcome) int {
 	}
 	n := 0
 	for i, a := range o.actions {
-		if a.changes() && o.failed[i] == nil {
+		if a.changes() && o.failed.write(i) == nil {
 			n++
 		}
 	}
@@ -154,7 +154,7 @@ func appendRelated(list []policyv1.RelatedObject, o outcome) []policyv1.RelatedO
 	open := map[*action]bool{}
 	for i := range o.actions {
 		a := &o.actions[i]
-		open[a] = !o.applied || !a.changes() || o.failed[i] != nil
+		open[a] = !o.applied || !a.changes() || o.failed.write(i) != nil
 	}
 	for i := range o.actions {
 		if len(list) >= maxListed {
@@ -165,7 +165,7 @@ func appendRelated(list []policyv1.RelatedObject, o outcome) []policyv1.RelatedO
 			Object: policyv1.ObjectResource{APIVersion: a.object.GetAPIVersion(), Kind: a.object.GetKind(),
 				Metadata: policyv1.ObjectMetadata{Name: a.object.GetName(), Namespace: a.object.GetNamespace()}},
 			Compliant: string(policyv1.Compliant),
-			Reason:    describe(a, o.applied, o.failed[i]),
+			Reason:    describe(a, o.applied, o.failed.write(i)),
 		}
 		if open[&o.actions[i]] {
 			rel.Compliant = string(policyv1.NonCompliant)
@@ -272,8 +272,8 @@ func clamp32(n int) int32 {
 
 // firstFailure returns the message of o's first failure, "" when none.
 func firstFailure(o outcome) string {
-	for _, i := range slices.Sorted(maps.Keys(o.failed)) {
-		return o.failed[i].Error()
+	if all := o.failed.all(); len(all) > 0 {
+		return all[0].Error()
 	}
 	return ""
 }

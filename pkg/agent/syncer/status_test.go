@@ -33,7 +33,7 @@ func TestEvaluatedStatus(t *testing.T) {
 		{"enforce remediated", []outcome{{namespace: "shipping-prod", declared: 3, actions: []action{create}, applied: true}},
 			policyv1.Compliant, ReasonRemediated, []hierarchyv1alpha1.NamespaceCounts{{Name: "shipping-prod", Declared: 3, InSync: 3}}},
 		{"write failed", []outcome{{namespace: "shipping-prod", declared: 3, actions: []action{create}, applied: true,
-			failed: map[int]error{0: errors.New("forbidden")}}},
+			failed: failures{writes: map[int]error{0: errors.New("forbidden")}}}},
 			policyv1.NonCompliant, ReasonFailed, []hierarchyv1alpha1.NamespaceCounts{{Name: "shipping-prod", Declared: 3, InSync: 2, Planned: 1}}},
 		{"conflict; tree and generator outcomes of one namespace add up", []outcome{
 			{namespace: "shipping-prod", declared: 3, actions: []action{conflict}, applied: true},

@@ -6,11 +6,9 @@ import (
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
+	"github.com/canopy-policy/canopy/pkg/statuspatch"
 )
 
 // +kubebuilder:rbac:groups=hierarchy.canopy.io,resources=subnamespaces,verbs=get;list;watch;update;patch
@@ -81,19 +80,19 @@ func (r *SubNamespaceReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		controllerutil.AddFinalizer(sub, SubNamespaceFinalizer)
 		return ctrl.Result{}, client.IgnoreNotFound(r.ManagedClient.Patch(ctx, sub, client.MergeFrom(orig)))
 	}
-	orig := sub.DeepCopy()
-	defer func() { // status is written once, here, whatever happens below
-		if !sub.DeletionTimestamp.IsZero() || equality.Semantic.DeepEqual(orig.Status, sub.Status) {
-			return
-		}
-		if err := r.ManagedClient.Status().Patch(ctx, sub, client.MergeFrom(orig)); err != nil {
-			retErr = kerrors.NewAggregate([]error{retErr, client.IgnoreNotFound(err)})
-		}
-	}()
+	status := statuspatch.Snapshot(r.ManagedClient, sub, func(s *hierarchyv1alpha1.SubNamespace) any { return s.Status },
+		statuspatch.SkipWhen(deleting))
+	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
 	if !sub.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, sub)
 	}
 	return ctrl.Result{}, r.reconcileNormal(ctx, sub)
+}
+
+// deleting tells a SubNamespace being deleted, whose status is not written:
+// it is going.
+func deleting(_, sub *hierarchyv1alpha1.SubNamespace, _ error) bool {
+	return !sub.DeletionTimestamp.IsZero()
 }
 
 func (r *SubNamespaceReconciler) reconcileNormal(ctx context.Context, sub *hierarchyv1alpha1.SubNamespace) error {

@@ -15,23 +15,26 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/yaml"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 )
 
-// shared is a managed cluster's API server with the syncer running.
-var shared = &testenv.Shared{Name: "managed", Start: startAgent}
+// suite is a managed cluster's API server with the syncer running.
+var suite = &controlplane.Suite{Name: "managed", Start: func(cp *controlplane.ControlPlane) (func() error, error) {
+	return startAgent(cp.Config)
+}}
 
-func TestMain(m *testing.M) { shared.Main(m) }
+func TestMain(m *testing.M) { suite.Main(m) }
 
 // startAgent runs the syncer, as the agent does, on the API server of cfg
 // until stop is called.
 func startAgent(cfg *rest.Config) (stop func() error, _ error) {
-	return testenv.StartManager(cfg, func(mgr ctrl.Manager) error {
+	return controlplane.StartManager(cfg, manager.Options{}, func(mgr ctrl.Manager) error {
 		recorder := compliance.NewRecorder(mgr.GetClient(), mgr.GetAPIReader(),
 			compliance.EventSource{Component: "canopy-agent", Instance: "test"})
 		return (&Reconciler{ManagedClient: mgr.GetClient(), Recorder: recorder}).SetupWithManager(mgr)
@@ -52,12 +55,12 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Parallel()
-	return fixtureOn(t, shared.Get(t).Client)
+	return fixtureOn(t, suite.Get(t).Client)
 }
 
 // fixtureOn returns a fixture on the API server of c.
 func fixtureOn(t *testing.T, c client.Client) *fixture {
-	f := &fixture{t: t, g: NewWithT(t), c: c, ns: testenv.Namespace(t, c), sfx: rand.String(5)}
+	f := &fixture{t: t, g: NewWithT(t), c: c, ns: controlplane.Namespace(t, c), sfx: rand.String(5)}
 	f.parent = &policyv1.Policy{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "parent"},
 		Spec:       policyv1.PolicySpec{PolicyTemplates: []policyv1.PolicyTemplate{}},

@@ -14,25 +14,27 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/canopy-policy/canopy/pkg/hierarchy"
 )
 
 // syncCluster plans, and under enforce applies, the cluster-scoped objects
 // of t: declared ones, and those it applied earlier (owned). Namespaces of
 // the tree's nodes are left to their namespace's scope.
 func (r *Reconciler) syncCluster(ctx context.Context, t *tree, desired, owned []*unstructured.Unstructured, enforce bool) outcome {
-	o := outcome{declared: len(desired), failed: map[int]error{}}
+	o := outcome{declared: len(desired)}
 	observed, err := r.getAll(ctx, desired)
 	if err != nil {
-		o.failed[-1] = err
+		o.failed.read = err
 		return o
 	}
 	for _, u := range owned {
-		if _, isNode := t.nodes[u.GetName()]; u.GetKind() == "Namespace" && isNode {
+		if _, isNode := t.Nodes[u.GetName()]; u.GetKind() == "Namespace" && isNode {
 			continue
 		}
 		observed = append(observed, u)
 	}
-	o.actions = plan(desired, observed, rules{policy: t.policy, holdDeletes: !t.valid()})
+	o.actions = plan(desired, observed, rules{policy: t.Policy, holdDeletes: !t.Valid()})
 	r.apply(ctx, &o, enforce)
 	return o
 }
@@ -41,44 +43,44 @@ func (r *Reconciler) syncCluster(ctx context.Context, t *tree, desired, owned []
 // namespace ns: the Namespace itself first (so that the objects can be
 // created in it), then the declared objects and managedKinds.
 func (r *Reconciler) syncNamespace(ctx context.Context, t *tree, ns string, owned []*unstructured.Unstructured, enforce bool) outcome {
-	o := outcome{namespace: ns, failed: map[int]error{}}
-	r2 := rules{policy: t.policy, holdDeletes: !t.valid(), strict: map[schema.GroupKind]bool{}}
+	o := outcome{namespace: ns}
+	r2 := rules{policy: t.Policy, holdDeletes: !t.Valid(), strict: map[schema.GroupKind]bool{}}
 	var desired []*unstructured.Unstructured
-	if t.manages(ns) {
-		nsObj := t.namespaceObject(ns)
-		first := outcome{namespace: ns, failed: map[int]error{}}
+	if t.Manages(ns) {
+		nsObj := t.NamespaceObject(ns)
+		first := outcome{namespace: ns}
 		observedNS, err := r.getAll(ctx, []*unstructured.Unstructured{nsObj})
 		if err != nil {
-			o.failed[-1] = err
+			o.failed.read = err
 			return o
 		}
 		first.actions = plan([]*unstructured.Unstructured{nsObj}, observedNS, r2)
 		r.apply(ctx, &first, enforce)
-		if len(first.failed) > 0 || (len(first.actions) > 0 && first.actions[0].op == opConflict) {
+		if first.failed.count() > 0 || (len(first.actions) > 0 && first.actions[0].op == opConflict) {
 			first.declared = 1
 			return first
 		}
-		desired, _ = t.objectsOf(ns)
+		desired, _ = t.ObjectsOf(ns)
 		for gk := range t.strictKinds() {
 			r2.strict[gk] = true
 		}
 		o.actions = first.actions
 	}
 	o.declared = len(desired)
-	if t.manages(ns) {
+	if t.Manages(ns) {
 		o.declared++ // the Namespace
 	}
 	observed, err := r.observe(ctx, ns, desired, r2.strict, owned)
 	if err != nil {
-		o.failed[-1] = err
+		o.failed.read = err
 		return o
 	}
-	rest := outcome{namespace: ns, failed: map[int]error{}, actions: plan(desired, observed, r2)}
+	rest := outcome{namespace: ns, actions: plan(desired, observed, r2)}
 	r.apply(ctx, &rest, enforce)
 	offset := len(o.actions)
 	o.actions = append(o.actions, rest.actions...)
-	for i, err := range rest.failed {
-		o.failed[i+offset] = err
+	for i, err := range rest.failed.writes {
+		o.failed.setWrite(i+offset, err)
 	}
 	o.applied = enforce
 	return o
@@ -87,7 +89,7 @@ func (r *Reconciler) syncNamespace(ctx context.Context, t *tree, ns string, owne
 // strictKinds are the policy's managedKinds.
 func (t *tree) strictKinds() map[schema.GroupKind]bool {
 	out := map[schema.GroupKind]bool{}
-	for _, mk := range t.managed {
+	for _, mk := range t.Managed {
 		out[schema.GroupKind{Group: mk.Group, Kind: mk.Kind}] = true
 	}
 	return out
@@ -114,7 +116,7 @@ func (r *Reconciler) apply(ctx context.Context, o *outcome, enforce bool) {
 			continue
 		}
 		if err != nil {
-			o.failed[i] = fmt.Errorf("%s %s: %w", a.op, keyOf(a.object), err)
+			o.failed.setWrite(i, fmt.Errorf("%s %s: %w", a.op, keyOf(a.object), err))
 			continue
 		}
 		log.Info("Synced", "op", a.op, "kind", a.object.GetKind(), "object", klog.KObj(a.object), "reason", a.reason)
@@ -168,7 +170,7 @@ func (r *Reconciler) observe(ctx context.Context, ns string, desired []*unstruct
 			byKey[keyOf(u)] = u
 		}
 	}
-	return sortedObjects(byKey), nil
+	return hierarchy.SortedObjects(byKey), nil
 }
 
 func compareGroupKinds(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) }
@@ -177,11 +179,11 @@ func compareGroupKinds(a, b schema.GroupKind) int { return strings.Compare(a.Str
 // tree, and those where it applied objects earlier.
 func scopes(t *tree, owned map[string][]*unstructured.Unstructured) []string {
 	set := map[string]bool{}
-	for _, ns := range t.namespaces() {
+	for _, ns := range t.Namespaces() {
 		set[ns] = true
 	}
 	for ns := range owned {
-		if ns != "" && !reservedNamespaces[ns] {
+		if ns != "" && !hierarchy.IsReserved(ns) {
 			set[ns] = true
 		}
 	}

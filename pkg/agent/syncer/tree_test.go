@@ -19,7 +19,8 @@ func policy(t testing.TB, doc string) *hierarchyv1alpha1.HierarchyPolicy {
 	return p
 }
 
-// fooCorp is the tree of seed 000's foo-corp example.
+// fooCorp is the foo-corp tree (examples/hierarchy/01-foo-corp-tree.yaml
+// has the full version).
 const fooCorp = `
 metadata: {name: foo-corp, namespace: c1}
 spec:
@@ -46,60 +47,6 @@ spec:
     resources:
     - {apiVersion: v1, kind: ResourceQuota, metadata: {name: quota}, spec: {hard: {pods: "10", cpu: "4"}}}
 `
-
-func TestTreeInheritance(t *testing.T) {
-	g := NewWithT(t)
-	tr := newTree(policy(t, fooCorp))
-	g.Expect(tr.problems).To(BeEmpty())
-	g.Expect(tr.namespaces()).To(Equal([]string{"shipping-dev", "shipping-prod", "shipping-staging"}))
-	g.Expect(tr.subtree("online")).To(Equal([]string{"shipping-dev", "shipping-prod", "shipping-staging"}))
-	g.Expect(tr.subtree("shipping-dev")).To(Equal([]string{"shipping-dev"}))
-
-	prod, err := tr.objectsOf("shipping-prod")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(keys(prod)).To(Equal([]string{"ResourceQuota shipping-prod/quota", "RoleBinding shipping-prod/pod-creators"}))
-	g.Expect(prod[1].GetLabels()).To(Equal(map[string]string{
-		hierarchyv1alpha1.ManagedByLabel: "canopy", hierarchyv1alpha1.PolicyLabel: "foo-corp"}))
-	g.Expect(prod[1].GetAnnotations()).To(HaveKeyWithValue(hierarchyv1alpha1.SourceAnnotation,
-		"HierarchyPolicy c1/foo-corp, node shipping-app-backend"))
-
-	ns := tr.namespaceObject("shipping-prod")
-	g.Expect(ns.GetLabels()).To(Equal(map[string]string{"org": "foo-corp", "app": "shipping", "env": "prod",
-		hierarchyv1alpha1.ManagedByLabel: "canopy", hierarchyv1alpha1.PolicyLabel: "foo-corp"}))
-}
-
-// TestTreeMergeMinimum: the lowest hard limit per resource wins.
-func TestTreeMergeMinimum(t *testing.T) {
-	g := NewWithT(t)
-	dev, err := newTree(policy(t, fooCorp)).objectsOf("shipping-dev")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(dev[0].Object["spec"]).To(Equal(map[string]any{"hard": map[string]any{"pods": "10", "memory": "10Gi", "cpu": "4"}}))
-}
-
-func TestTreeInvalid(t *testing.T) {
-	tests := []struct {
-		name, nodes string
-		want        []string
-	}{
-		{"cycle", `[{name: a, parent: b}, {name: b, parent: a}]`,
-			[]string{"node a: cycle a → b → a", "node b: cycle b → a → b"}},
-		{"missing parent", `[{name: a, parent: gone}]`, []string{"node a: parent gone is not a node"}},
-		{"duplicate without merge rule", `[{name: a, resources: [{apiVersion: v1, kind: ConfigMap, metadata: {name: c}}]},
-			{name: b, parent: a, resources: [{apiVersion: v1, kind: ConfigMap, metadata: {name: c}}]}]`,
-			[]string{"node b: ConfigMap b/c is also declared by node b and a, and ConfigMap has no merge rule"}},
-		{"reserved namespace", `[{name: kube-system}]`, []string{"node kube-system: namespace kube-system is reserved"}},
-		{"not an object", `[{name: a, resources: [{kind: ConfigMap}]}]`,
-			[]string{"node a: resources[0]: apiVersion, kind and metadata.name are required"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			tr := newTree(policy(t, "metadata: {name: p}\nspec: {nodes: "+tt.nodes+"}"))
-			g.Expect(tr.problems).To(Equal(tt.want))
-			g.Expect(tr.valid()).To(BeFalse())
-		})
-	}
-}
 
 func TestAffectedNamespaces(t *testing.T) {
 	g := NewWithT(t)

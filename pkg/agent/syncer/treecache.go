@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
+	"github.com/canopy-policy/canopy/pkg/hierarchy"
 )
 
 // treeCacheSize bounds how many built trees are kept; beyond it the cache
@@ -20,28 +21,28 @@ type treeKey struct {
 	generation int64
 }
 
-// trees memoizes buildTree. Note: building a tree decodes the resources of
+// trees memoizes hierarchy.Build. Note: building a tree decodes the resources of
 // every node's ancestry, which for thousands of namespaces takes most of a
 // second, and every namespace reconcile needs the tree (make bench found it
 // to be the syncer's bottleneck: O(namespaces²) decoding on a cold start).
 var trees = struct {
 	sync.Mutex
-	m map[treeKey]*tree
-}{m: map[treeKey]*tree{}}
+	m map[treeKey]*hierarchy.Tree
+}{m: map[treeKey]*hierarchy.Tree{}}
 
 // newTree returns the tree of p, built once per generation of a policy read
 // from an API server. Callers own the returned tree's problems slice; the
 // rest is shared and read-only.
 func newTree(p *hierarchyv1alpha1.HierarchyPolicy) *tree {
 	if p.UID == "" || p.Generation == 0 { // not from an API server: no identity to key on
-		return buildTree(p)
+		return &tree{hierarchy.Build(p)}
 	}
 	key := treeKey{uid: p.UID, generation: p.Generation}
 	trees.Lock()
 	t, ok := trees.m[key]
 	trees.Unlock()
 	if !ok {
-		t = buildTree(p)
+		t = hierarchy.Build(p)
 		trees.Lock()
 		if len(trees.m) >= treeCacheSize {
 			clear(trees.m)
@@ -50,6 +51,6 @@ func newTree(p *hierarchyv1alpha1.HierarchyPolicy) *tree {
 		trees.Unlock()
 	}
 	shallow := *t
-	shallow.problems = slices.Clone(t.problems)
-	return &shallow
+	shallow.Problems = slices.Clone(t.Problems)
+	return &tree{&shallow}
 }

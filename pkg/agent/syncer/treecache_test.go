@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/canopy-policy/canopy/pkg/hierarchy"
 )
 
 func TestNewTreeMemoizesPerGeneration(t *testing.T) {
@@ -17,18 +19,18 @@ spec:
   - {name: b, parent: missing}
 `)
 	first := newTree(p)
-	g.Expect(first.problems).To(HaveLen(1), "b's parent is missing")
-	first.problems = append(first.problems, "added by a caller") // as evaluate does
-	g.Expect(newTree(p).problems).To(Equal(buildTree(p).problems), "a caller's appends stay its own")
-	g.Expect(mapID(newTree(p).nodes)).To(Equal(mapID(first.nodes)), "the same generation is built once")
+	g.Expect(first.Problems).To(HaveLen(1), "b's parent is missing")
+	first.Problems = append(first.Problems, "added by a caller") // as evaluate does
+	g.Expect(newTree(p).Problems).To(Equal(hierarchy.Build(p).Problems), "a caller's appends stay its own")
+	g.Expect(mapID(newTree(p).Nodes)).To(Equal(mapID(first.Nodes)), "the same generation is built once")
 
 	p.Spec.Nodes[1].Parent = "a"
-	g.Expect(newTree(p).problems).To(HaveLen(1), "a changed spec of the same generation is not re-read")
+	g.Expect(newTree(p).Problems).To(HaveLen(1), "a changed spec of the same generation is not re-read")
 	p.Generation = 2
-	g.Expect(newTree(p).problems).To(BeEmpty(), "a new generation is built again")
+	g.Expect(newTree(p).Problems).To(BeEmpty(), "a new generation is built again")
 
 	p.UID, p.Generation = "", 0
-	g.Expect(mapID(newTree(p).nodes)).NotTo(Equal(mapID(newTree(p).nodes)), "objects from files are not cached")
+	g.Expect(mapID(newTree(p).Nodes)).NotTo(Equal(mapID(newTree(p).Nodes)), "objects from files are not cached")
 }
 
 // mapID identifies a map by its address.

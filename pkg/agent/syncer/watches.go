@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
+	"github.com/canopy-policy/canopy/pkg/hierarchy"
 )
 
 // evaluationTriggers lets through the changes of a HierarchyPolicy that
@@ -31,24 +31,21 @@ func evaluationTriggers() predicate.Predicate {
 	return predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{})
 }
 
-// namespaceKey is the work-queue key of namespace ns.
-func namespaceKey(ns string) reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Name: ns}}
-}
-
-// subtreeHandler fans a HierarchyPolicy's change out to the namespaces it
-// affects: on an update, those under the nodes that changed (seed 001's
-// hierarchical event processor); on a creation or deletion, all of them.
-func (r *Reconciler) subtreeHandler() handler.EventHandler {
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+// subtreeHandler fans a HierarchyPolicy's change out to the namespace keys it
+// affects: on an update, those under the nodes that changed (the subtree
+// fan-out of docs/architecture.md, "Inside the hierarchical syncer"); on
+// a creation, all of them. A deletion adds none: a deleted HierarchyPolicy
+// leaves what it applied.
+func (r *Reconciler) subtreeHandler() handler.TypedEventHandler[client.Object, namespaceRequest] {
+	return handler.TypedFuncs[client.Object, namespaceRequest]{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[namespaceRequest]) {
 			p, ok := e.Object.(*hierarchyv1alpha1.HierarchyPolicy)
 			if ok {
-				addAll(q, newTree(p).namespaces())
+				addAll(q, newTree(p).Namespaces())
 				r.addPropagated(ctx, q, p.Spec.Propagation != nil)
 			}
 		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[namespaceRequest]) {
 			o, okOld := e.ObjectOld.(*hierarchyv1alpha1.HierarchyPolicy)
 			n, okNew := e.ObjectNew.(*hierarchyv1alpha1.HierarchyPolicy)
 			if okOld && okNew && o.Generation != n.Generation {
@@ -66,17 +63,17 @@ func affectedNamespaces(old, updated *hierarchyv1alpha1.HierarchyPolicy) []strin
 	to, tn := newTree(old), newTree(updated)
 	set := map[string]bool{}
 	if !equality.Semantic.DeepEqual(old.Spec.ManagedKinds, updated.Spec.ManagedKinds) || old.Spec.RemediationAction != updated.Spec.RemediationAction {
-		for _, ns := range append(to.namespaces(), tn.namespaces()...) {
+		for _, ns := range append(to.Namespaces(), tn.Namespaces()...) {
 			set[ns] = true
 		}
 	}
-	for name := range mergedKeys(to.nodes, tn.nodes) {
-		a, inOld := to.nodes[name]
-		b, inNew := tn.nodes[name]
+	for name := range mergedKeys(to.Nodes, tn.Nodes) {
+		a, inOld := to.Nodes[name]
+		b, inNew := tn.Nodes[name]
 		if inOld && inNew && equality.Semantic.DeepEqual(a, b) {
 			continue
 		}
-		for _, ns := range append(to.subtree(name), tn.subtree(name)...) {
+		for _, ns := range append(to.Subtree(name), tn.Subtree(name)...) {
 			set[ns] = true
 		}
 		if inOld && !a.Abstract {
@@ -86,32 +83,33 @@ func affectedNamespaces(old, updated *hierarchyv1alpha1.HierarchyPolicy) []strin
 	return slices.Sorted(maps.Keys(set))
 }
 
-// namespaceHandler maps a Namespace's change to its key, to those of the
-// namespaces that copy from it, and to the HierarchyPolicies concerned (for
-// their status).
-func (r *Reconciler) namespaceHandler() handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-		reqs := append([]reconcile.Request{namespaceKey(obj.GetName())}, r.policiesOf(ctx, obj.GetName(), obj)...)
-		for _, child := range r.children(ctx, obj.GetName()) { // labels propagate down
-			reqs = append(reqs, namespaceKey(child))
+// namespaceName is the namespace a Namespace's change concerns: itself.
+func namespaceName(ns client.Object) string { return ns.GetName() }
+
+// namespaceKeys maps a change to the key of the namespace it concerns
+// (scope: namespaceName for a Namespace, the object's namespace for a synced
+// object; none for a cluster-scoped one), and to those of the namespaces
+// that copy from it: labels and objects propagate down.
+func (r *Reconciler) namespaceKeys(scope func(client.Object) string) handler.TypedEventHandler[client.Object, namespaceRequest] {
+	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []namespaceRequest {
+		ns := scope(obj)
+		if ns == "" {
+			return nil
 		}
-		return reqs
+		keys := []namespaceRequest{{Name: ns}}
+		for _, child := range r.children(ctx, ns) {
+			keys = append(keys, namespaceRequest{Name: child})
+		}
+		return keys
 	})
 }
 
-// objectHandler maps a synced object's change back to its namespace, to
-// the namespaces that copy from it, and to the HierarchyPolicies concerned
-// (for their status).
-func (r *Reconciler) objectHandler() handler.EventHandler {
+// policyKeys maps a change of a Namespace or of a synced object to the
+// HierarchyPolicies concerned (for their status); scope is as for
+// namespaceKeys.
+func (r *Reconciler) policyKeys(scope func(client.Object) string) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-		reqs := r.policiesOf(ctx, obj.GetNamespace(), obj)
-		if obj.GetNamespace() != "" {
-			reqs = append(reqs, namespaceKey(obj.GetNamespace()))
-			for _, child := range r.children(ctx, obj.GetNamespace()) { // its copies
-				reqs = append(reqs, namespaceKey(child))
-			}
-		}
-		return reqs
+		return r.policiesOf(ctx, scope(obj), obj)
 	})
 }
 
@@ -151,13 +149,13 @@ func (r *Reconciler) watchKinds(ctx context.Context, p *hierarchyv1alpha1.Hierar
 	for _, g := range p.Spec.Generators {
 		if g.Clone != nil {
 			kinds[schema.FromAPIVersionAndKind(g.Clone.APIVersion, g.Clone.Kind).GroupKind()] = true
-		} else if u, err := decode(*g.Data); err == nil {
+		} else if u, err := hierarchy.Decode(*g.Data); err == nil {
 			kinds[u.GroupVersionKind().GroupKind()] = true
 		}
 	}
 	t := newTree(p)
-	for _, ns := range t.namespaces() {
-		objs, _ := t.objectsOf(ns)
+	for _, ns := range t.Namespaces() {
+		objs, _ := t.ObjectsOf(ns)
 		for _, u := range objs {
 			kinds[u.GroupVersionKind().GroupKind()] = true
 		}
@@ -182,7 +180,12 @@ func (r *Reconciler) watch(ctx context.Context, gk schema.GroupKind) error {
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(mapping.GroupVersionKind)
-	if err := r.ctrl.Watch(source.Kind[client.Object](r.cache, u, r.objectHandler())); err != nil {
+	// Note: both watches share the cache's one informer of the kind.
+	if err := r.policies.Watch(source.Kind[client.Object](r.cache, u, r.policyKeys(client.Object.GetNamespace))); err != nil {
+		return fmt.Errorf("watching %s: %w", gk, err)
+	}
+	if err := r.namespaces.Watch(source.TypedKind[client.Object, namespaceRequest](r.cache, u,
+		r.namespaceKeys(client.Object.GetNamespace))); err != nil {
 		return fmt.Errorf("watching %s: %w", gk, err)
 	}
 	r.watched[mapping.GroupVersionKind] = true
@@ -190,9 +193,9 @@ func (r *Reconciler) watch(ctx context.Context, gk schema.GroupKind) error {
 	return nil
 }
 
-func addAll(q workqueue.TypedRateLimitingInterface[reconcile.Request], namespaces []string) {
+func addAll(q workqueue.TypedRateLimitingInterface[namespaceRequest], namespaces []string) {
 	for _, ns := range namespaces {
-		q.Add(namespaceKey(ns))
+		q.Add(namespaceRequest{Name: ns})
 	}
 }
 
@@ -209,7 +212,7 @@ func mergedKeys[V any](a, b map[string]V) map[string]bool {
 
 // addPropagated adds, when changed, every namespace in a live-propagation
 // tree: the propagation settings apply to all of them.
-func (r *Reconciler) addPropagated(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], changed bool) {
+func (r *Reconciler) addPropagated(ctx context.Context, q workqueue.TypedRateLimitingInterface[namespaceRequest], changed bool) {
 	if !changed {
 		return
 	}
@@ -220,7 +223,7 @@ func (r *Reconciler) addPropagated(ctx context.Context, q workqueue.TypedRateLim
 	}
 	for _, ns := range list.Items {
 		if sourceOf(&ns) != "" {
-			q.Add(namespaceKey(ns.Name))
+			q.Add(namespaceRequest{Name: ns.Name})
 		}
 	}
 }

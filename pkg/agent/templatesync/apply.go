@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/compare"
+	"github.com/canopy-policy/canopy/pkg/depgraph"
 )
 
 // strict makes the API server refuse unknown and duplicate fields, so that
@@ -27,11 +29,11 @@ var strict = client.FieldValidation("Strict")
 // watches this Policy no longer needs.
 func (r *Reconciler) observe(ctx context.Context, policy *policyv1.Policy, plan []Template) (_ observation, retErr error) {
 	id := watcherID(client.ObjectKeyFromObject(policy))
-	r.batches.RLock()
-	defer r.batches.RUnlock()
-	if r.stopping {
-		return observation{}, context.Canceled
+	release, err := r.watches.Hold(ctx) // waits for the watcher to start
+	if err != nil {
+		return observation{}, err
 	}
+	defer release() // the watcher never stops with this batch open
 	if err := r.watcher.StartQueryBatch(id); err != nil {
 		return observation{}, fmt.Errorf("starting the watch batch of policy %s: %w", klog.KObj(policy), err)
 	}
@@ -40,7 +42,7 @@ func (r *Reconciler) observe(ctx context.Context, policy *policyv1.Policy, plan 
 			retErr = errors.Join(retErr, fmt.Errorf("ending the watch batch of policy %s: %w", klog.KObj(policy), err))
 		}
 	}()
-	observed := observation{deps: map[Key]Observation{}, templates: map[string]*unstructured.Unstructured{}}
+	observed := observation{deps: map[depgraph.Key]Observation{}, templates: map[string]*unstructured.Unstructured{}}
 	for _, t := range plan {
 		if t.Object == nil {
 			continue
@@ -69,7 +71,7 @@ func (r *Reconciler) observe(ctx context.Context, policy *policyv1.Policy, plan 
 // observation is what observe read.
 type observation struct {
 	// deps are the dependencies' states.
-	deps map[Key]Observation
+	deps map[depgraph.Key]Observation
 	// templates are the template objects as the informers or the
 	// watcher's cache hold them, by templateKey: nil when absent. A
 	// template that could not be read has no entry.
@@ -97,7 +99,7 @@ func (r *Reconciler) readTemplate(ctx context.Context, id depclient.ObjectIdenti
 	return r.watcher.Get(id, desired.GroupVersionKind(), desired.GetNamespace(), desired.GetName())
 }
 
-func (r *Reconciler) observeOne(ctx context.Context, id depclient.ObjectIdentifier, k Key) (Observation, error) {
+func (r *Reconciler) observeOne(ctx context.Context, id depclient.ObjectIdentifier, k depgraph.Key) (Observation, error) {
 	if k.Version == "" || k.Kind == "" || k.Name == "" {
 		return Observation{Unmapped: true}, nil
 	}
@@ -209,42 +211,18 @@ func upToDate(existing, desired *unstructured.Unstructured) bool {
 		return false
 	}
 	for k, v := range desired.Object {
-		if !reserved[k] && !subset(v, existing.Object[k]) {
+		if !reserved[k] && !compare.Matches(v, existing.Object[k], upToDateMode) {
 			return false
 		}
 	}
 	return true
 }
 
-// subset reports whether every field of want is in got with the same value.
-func subset(want, got any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, v := range w {
-			if !subset(v, g[k]) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return false
-		}
-		for i := range w {
-			if !subset(w[i], g[i]) {
-				return false
-			}
-		}
-		return true
-	default:
-		return equality.Semantic.DeepEqual(want, got)
-	}
-}
+// upToDateMode compares a desired field with the written one: maps may
+// hold the defaults the API server added, lists are sequences, a zero
+// value matches a missing one (the API server drops nulls), and strings
+// compare as written: a template is text, not a quantity.
+var upToDateMode = compare.Mode{InOrder: true, Literal: true}
 
 // deleteTemplate deletes the template object of desired if it exists and
 // belongs to policy.

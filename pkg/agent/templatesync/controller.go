@@ -2,7 +2,6 @@ package templatesync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -19,11 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/compliance"
+	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
+	"github.com/canopy-policy/canopy/pkg/depwatch"
 )
 
 // Name is the controller's name.
@@ -46,47 +46,34 @@ type Reconciler struct {
 	// Namespace, when set, restricts the controller to the Policies of one
 	// namespace: the cluster namespace.
 	Namespace string
-	// MaxConcurrentReconciles is how many Policies are synced at once
-	// (default 4): a reconcile mostly waits on the API server and the
-	// dependency watches, so one worker makes every Policy wait for the
-	// others (make bench: dependency latency).
+	// MaxConcurrentReconciles is how many Policies are synced at once; zero
+	// means controllerdefaults.TemplateSyncConcurrency.
 	MaxConcurrentReconciles int
 
 	watcher depclient.DynamicWatcher // set by SetupWithManager; long-lived, not per request
-	cache   client.Reader            // the manager's informers (local.go)
-	// batches is held (read) during each query batch and (write) by the
-	// watcher's shutdown, which must not race an open batch: the watcher
-	// cannot remove the watches of a watcher whose batch is open, and such
-	// watches would outlive it.
-	batches  sync.RWMutex
-	stopping bool
-	graphs   graphCache // long-lived: each Policy's graph node, by generation
-	pruned   sync.Map   // types.NamespacedName → prunedFor
+	// watches runs watcher; each query batch holds it, so that the watcher
+	// never stops with a batch open.
+	watches *depwatch.Lifecycle
+	cache   client.Reader // the manager's informers (local.go)
+	graphs  graphCache    // long-lived: each Policy's graph node, by generation
+	pruned  sync.Map      // types.NamespacedName → prunedFor
 }
 
 // SetupWithManager registers the controller and its dependency watcher
 // with mgr, the managed cluster's manager.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	relay, src := depclient.NewControllerRuntimeSource()
-	w, err := depclient.New(mgr.GetConfig(), relay, &depclient.Options{EnableCache: true})
+	watches, src, err := depwatch.Setup(mgr, depclient.Options{})
 	if err != nil {
-		return fmt.Errorf("creating the dependency watcher: %w", err)
+		return err
 	}
-	r.watcher = w
-	if err := mgr.Add(manager.RunnableFunc(r.runWatcher)); err != nil {
-		return fmt.Errorf("adding the dependency watcher: %w", err)
-	}
-	r.cache = mgr.GetCache()
+	r.watches, r.watcher, r.cache = watches, watches.Watcher(), mgr.GetCache()
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &policyv1.Policy{}, dependsOnIndex, dependsOn); err != nil {
 		return fmt.Errorf("indexing policies by dependency: %w", err)
 	}
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return r.Namespace == "" || o.GetNamespace() == r.Namespace
 	})
-	concurrency := r.MaxConcurrentReconciles
-	if concurrency == 0 {
-		concurrency = 4
-	}
+	concurrency := controllerdefaults.Concurrency(r.MaxConcurrentReconciles, controllerdefaults.TemplateSyncConcurrency)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
@@ -103,25 +90,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// runWatcher runs the dependency watcher until ctx ends, then waits for
-// open query batches before stopping it.
-func (r *Reconciler) runWatcher(ctx context.Context) error {
-	inner, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- r.watcher.Start(inner) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	r.batches.Lock()
-	r.stopping = true
-	r.batches.Unlock()
-	cancel()
-	return <-done
-}
-
 // Reconcile makes the templates of one local Policy match its spec and the
 // state of its dependencies.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -134,11 +102,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !policy.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, req.NamespacedName)
-	}
-	select {
-	case <-r.watcher.Started():
-	case <-ctx.Done():
-		return ctrl.Result{}, ctx.Err()
 	}
 	return ctrl.Result{}, r.reconcileNormal(ctx, policy)
 }
@@ -199,8 +162,10 @@ type prunedFor struct {
 // reconcileDelete stops watching for a Policy that is gone and deletes its
 // templates (owner references do the same where a garbage collector runs).
 func (r *Reconciler) reconcileDelete(ctx context.Context, key types.NamespacedName) error {
-	if r.watcher != nil {
-		if err := r.watcher.RemoveWatcher(watcherID(key)); err != nil && !errors.Is(err, depclient.ErrNotStarted) {
+	if release, running := r.watches.TryHold(); running { // else the watcher holds no watch
+		err := r.watcher.RemoveWatcher(watcherID(key))
+		release()
+		if err != nil {
 			return fmt.Errorf("removing the watches of policy %s: %w", key, err)
 		}
 	}

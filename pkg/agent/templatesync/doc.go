@@ -1,5 +1,6 @@
 // Package templatesync creates the policy templates of each local Policy on
-// a managed cluster, in dependency order (seed 004, DESIGN.md §4).
+// a managed cluster, in dependency order (docs/api.md, "Dependencies and
+// the Pending state").
 //
 // It reconciles local Policies. For each entry of spec.policy-templates it
 // writes one object in the Policy's namespace (the cluster namespace), with
@@ -30,8 +31,11 @@
 // polling: the cluster namespace's Policies and ConfigurationPolicies
 // through the manager's informers and an index of Policies by what they
 // depend on (local.go), any other kind with
-// github.com/stolostron/kubernetes-dependency-watches.
+// github.com/stolostron/kubernetes-dependency-watches, run by pkg/depwatch.
+// A template object is rewritten only when it differs from the desired one
+// (upToDate, apply.go, with pkg/compare).
 //
-// The pure cores are Resolve and Evaluate (dependencies), BuildGraph and
-// Graph.CycleMessage (cycles), PendingMessage and Plan.
+// The pure cores are Evaluate (dependencies), PendingMessage and Plan;
+// which object a dependency names and the cycles of the namespace's graph
+// are pkg/depgraph's, and the text of the messages pkg/compliance's.
 package templatesync

@@ -4,11 +4,11 @@ import (
 	"slices"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/depgraph"
 )
 
 // graphCache remembers each Policy's node of the dependency graph for the
@@ -22,20 +22,20 @@ type graphCache struct {
 	nodes map[types.UID]cachedNode
 }
 
-// cachedNode is a PolicyNode and what it was computed from.
+// cachedNode is a depgraph.PolicyNode and what it was computed from.
 type cachedNode struct {
 	namespace  string
 	generation int64
 	kinds      string
-	node       PolicyNode
+	node       depgraph.PolicyNode
 }
 
-// graph returns GraphFor(namespace, kinds, policies), computing only the
+// graph returns depgraph.GraphFor(namespace, kinds, policies), computing only the
 // nodes of Policies that are new or changed since the last call, and
 // forgetting the Policies of namespace that are gone.
-func (c *graphCache) graph(namespace string, kinds map[schema.GroupKind]bool, policies []policyv1.Policy) Graph {
+func (c *graphCache) graph(namespace string, kinds map[schema.GroupKind]bool, policies []policyv1.Policy) depgraph.Graph {
 	key := kindsKey(kinds)
-	nodes := make([]PolicyNode, 0, len(policies))
+	nodes := make([]depgraph.PolicyNode, 0, len(policies))
 	seen := make(map[types.UID]bool, len(policies))
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -46,7 +46,7 @@ func (c *graphCache) graph(namespace string, kinds map[schema.GroupKind]bool, po
 		p := &policies[i]
 		cached, ok := c.nodes[p.UID]
 		if !ok || p.UID == "" || cached.generation != p.Generation || cached.kinds != key {
-			cached = cachedNode{namespace: namespace, generation: p.Generation, kinds: key, node: policyNode(namespace, kinds, p)}
+			cached = cachedNode{namespace: namespace, generation: p.Generation, kinds: key, node: depgraph.PolicyNodeOf(namespace, kinds, p)}
 			if p.UID != "" {
 				c.nodes[p.UID] = cached
 			}
@@ -59,7 +59,7 @@ func (c *graphCache) graph(namespace string, kinds map[schema.GroupKind]bool, po
 			delete(c.nodes, uid)
 		}
 	}
-	return BuildGraph(nodes)
+	return depgraph.BuildGraph(nodes)
 }
 
 // kindsKey is a canonical string of a set of template kinds.
@@ -76,25 +76,4 @@ func kindsKey(kinds map[schema.GroupKind]bool) string {
 		out = append(append(out, k...), ',')
 	}
 	return string(out)
-}
-
-// policyNode is the part of Policy p the dependency graph of namespace
-// needs: its named templates and what each depends on in namespace.
-func policyNode(namespace string, templateKinds map[schema.GroupKind]bool, p *policyv1.Policy) PolicyNode {
-	pn := PolicyNode{Name: p.Name}
-	for _, pt := range p.Spec.PolicyTemplates {
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(pt.ObjectDefinition.Raw); err != nil || obj.GetName() == "" {
-			continue
-		}
-		deps, _ := Resolve(namespace, templateKinds, p.Spec.Dependencies, pt.ExtraDependencies)
-		tn := TemplateNode{Node: Node{Kind: obj.GetKind(), Name: obj.GetName()}}
-		for _, d := range deps {
-			if d.Namespace == namespace {
-				tn.DependsOn = append(tn.DependsOn, Node{Kind: d.Kind, Name: d.Name})
-			}
-		}
-		pn.Templates = append(pn.Templates, tn)
-	}
-	return pn
 }

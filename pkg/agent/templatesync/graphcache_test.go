@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/depgraph"
 )
 
 // chainPolicy is a Policy with one ConfigurationPolicy template that waits
@@ -32,23 +33,23 @@ func TestGraphCacheAgreesWithGraphFor(t *testing.T) {
 	kinds := map[schema.GroupKind]bool{{Group: policyv1.GroupName, Kind: "ConfigurationPolicy"}: true}
 	cache := &graphCache{}
 	policies := []policyv1.Policy{chainPolicy("a", "", 1), chainPolicy("b", "a", 1)}
-	g.Expect(cache.graph("cluster1", kinds, policies)).To(Equal(GraphFor("cluster1", kinds, policies)))
+	g.Expect(cache.graph("cluster1", kinds, policies)).To(Equal(depgraph.GraphFor("cluster1", kinds, policies)))
 
 	// A new generation is recomputed: a now waits for b, a cycle.
 	policies[0] = chainPolicy("a", "b", 2)
 	got := cache.graph("cluster1", kinds, policies)
-	g.Expect(got).To(Equal(GraphFor("cluster1", kinds, policies)))
+	g.Expect(got).To(Equal(depgraph.GraphFor("cluster1", kinds, policies)))
 	g.Expect(got.CycleThrough(cp("a-config"))).NotTo(BeNil())
 
 	// The same generation is not recomputed (the node is the cached one),
 	// which is why the key must include the generation.
 	stale := chainPolicy("a", "", 2)
 	g.Expect(cache.graph("cluster1", kinds, []policyv1.Policy{stale, policies[1]})).
-		To(Equal(GraphFor("cluster1", kinds, policies)), "same UID and generation: the cached node")
+		To(Equal(depgraph.GraphFor("cluster1", kinds, policies)), "same UID and generation: the cached node")
 
 	// Other template kinds are recomputed.
 	other := map[schema.GroupKind]bool{{Group: "example.com", Kind: "Widget"}: true}
-	g.Expect(cache.graph("cluster1", other, policies)).To(Equal(GraphFor("cluster1", other, policies)))
+	g.Expect(cache.graph("cluster1", other, policies)).To(Equal(depgraph.GraphFor("cluster1", other, policies)))
 
 	// Policies that are gone are forgotten.
 	cache.graph("cluster1", kinds, policies[1:])

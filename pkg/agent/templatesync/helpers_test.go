@@ -20,8 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/pkg/agent/hubconn/agenttest"
+	"github.com/canopy-policy/canopy/pkg/agent"
 	"github.com/canopy-policy/canopy/pkg/compliance"
+	"github.com/canopy-policy/canopy/test/inproc"
 )
 
 func init() {
@@ -34,21 +35,21 @@ func init() {
 }
 
 // ComplianceAnnotation tells the fake evaluator what to report.
-const ComplianceAnnotation = agenttest.ComplianceAnnotation
+const ComplianceAnnotation = inproc.ComplianceAnnotation
 
 // cluster is one test's registered cluster and its agent.
 type cluster struct {
 	ns        string
 	hub       client.Client // hub administrator
 	managed   client.Client // managed administrator
-	evaluator *agenttest.FakeEvaluator
+	evaluator *inproc.FakeEvaluator
 }
 
 // newCluster registers a cluster named after the test on the hub and runs
 // an agent for it with the fake ConfigurationPolicy evaluator.
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	ev := &agenttest.FakeEvaluator{}
+	ev := &inproc.FakeEvaluator{}
 	c := newClusterWith(t, ev.Setup)
 	c.evaluator = ev
 	return c
@@ -60,15 +61,16 @@ func newClusterWith(t *testing.T, evaluators func(ctrl.Manager, *compliance.Reco
 	t.Helper()
 	g := NewWithT(t)
 	name := fmt.Sprintf("c%s-%04x", strings.ToLower(shortName(t.Name())), rand.IntN(1<<16))
+	env := suite.Get(t)
 	hubCfg, err := env.RegisterCluster(t.Context(), name)
 	g.Expect(err).NotTo(HaveOccurred())
 	managed := env.Managed[0]
-	agent, err := agenttest.Start(context.Background(), agenttest.Options{
-		ManagedConfig: managed.Config, HubConfig: hubCfg, ClusterNamespace: name,
+	running, err := inproc.RunAgent(context.Background(), managed.Config, agent.Options{
+		HubConfig: hubCfg, ClusterName: name, ClusterNamespaceOnly: true,
 		Evaluators: evaluators,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { g.Expect(agent.Stop()).To(Succeed()) })
+	t.Cleanup(func() { g.Expect(running.Stop()).To(Succeed()) })
 	return &cluster{ns: name, hub: env.Hub.Client, managed: managed.Client}
 }
 

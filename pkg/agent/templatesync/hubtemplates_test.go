@@ -11,6 +11,7 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/agent/templatesync"
+	"github.com/canopy-policy/canopy/pkg/depgraph"
 	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
@@ -74,7 +75,7 @@ func TestPlanKeepsEncryptionIV(t *testing.T) {
 func inputs() templatesync.Inputs {
 	return templatesync.Inputs{
 		TemplateKinds: map[schema.GroupKind]bool{{Group: policyv1.GroupName, Kind: "ConfigurationPolicy"}: true},
-		Graph:         templatesync.Graph{},
+		Graph:         depgraph.Graph{},
 	}
 }
 

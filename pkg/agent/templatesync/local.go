@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/depgraph"
 )
 
 // The Policies and ConfigurationPolicies of the cluster namespace, by far
@@ -35,20 +36,20 @@ const dependsOnIndex = "templatesync.dependsOn"
 var configurationPolicyGVK = policyv1.GroupVersion.WithKind("ConfigurationPolicy")
 
 // local reports whether the object k names is read from the informers.
-func (r *Reconciler) local(k Key) bool {
+func (r *Reconciler) local(k depgraph.Key) bool {
 	return k.Group == policyv1.GroupName && k.Version == policyv1.GroupVersion.Version &&
 		(k.Kind == "Policy" || k.Kind == configurationPolicyGVK.Kind) &&
 		(r.Namespace == "" || k.Namespace == r.Namespace)
 }
 
 // keyOf returns the Key of obj.
-func keyOf(obj *unstructured.Unstructured) Key {
+func keyOf(obj *unstructured.Unstructured) depgraph.Key {
 	gvk := obj.GroupVersionKind()
-	return Key{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+	return depgraph.Key{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
 // observeLocal reads the dependency k from the informers.
-func (r *Reconciler) observeLocal(ctx context.Context, k Key) (Observation, error) {
+func (r *Reconciler) observeLocal(ctx context.Context, k depgraph.Key) (Observation, error) {
 	key := types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
 	var state policyv1.ComplianceState
 	if k.Kind == "Policy" {
@@ -70,7 +71,7 @@ func (r *Reconciler) observeLocal(ctx context.Context, k Key) (Observation, erro
 
 // readLocal reads the object k names from the informers: nil when it does
 // not exist.
-func (r *Reconciler) readLocal(ctx context.Context, k Key) (*unstructured.Unstructured, error) {
+func (r *Reconciler) readLocal(ctx context.Context, k depgraph.Key) (*unstructured.Unstructured, error) {
 	return readObject(ctx, r.cache, k.GroupVersionKind(), types.NamespacedName{Namespace: k.Namespace, Name: k.Name})
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/depgraph"
 )
 
 // Template is the plan for one entry of a Policy's policy-templates.
@@ -21,7 +22,7 @@ type Template struct {
 	// Object is the desired object, or nil when the entry is invalid.
 	Object *unstructured.Unstructured
 	// Deps are the template's resolved dependencies.
-	Deps []Dependency
+	Deps []depgraph.Dependency
 	// IgnorePending reports unmet dependencies as Compliant.
 	IgnorePending bool
 	// Problem, when set, is why the template cannot be created: it is
@@ -42,7 +43,7 @@ type Inputs struct {
 	// TemplateKinds are the kinds whose CRD carries the policy-type label.
 	TemplateKinds map[schema.GroupKind]bool
 	// Graph is the dependency graph of every Policy in the namespace.
-	Graph Graph
+	Graph depgraph.Graph
 }
 
 // Plan returns the plan of each template of policy, in order. Entries
@@ -80,7 +81,7 @@ func planOne(policy *policyv1.Policy, pt policyv1.PolicyTemplate, in Inputs) Tem
 			kindString(gvk), policyv1.PolicyTypeLabel, policyv1.PolicyTypeTemplate)
 		return t
 	}
-	deps, err := Resolve(policy.Namespace, in.TemplateKinds, policy.Spec.Dependencies, pt.ExtraDependencies)
+	deps, err := depgraph.Resolve(policy.Namespace, in.TemplateKinds, policy.Spec.Dependencies, pt.ExtraDependencies)
 	if err != nil {
 		t.Problem = err.Error()
 		return t
@@ -88,7 +89,7 @@ func planOne(policy *policyv1.Policy, pt policyv1.PolicyTemplate, in Inputs) Tem
 	t.Deps = deps
 	t.Object = desiredObject(policy, obj) // with HubError, only names the object to delete
 	t.HubError = hubError(policy, obj, pt.ObjectDefinition.Raw)
-	t.Cycle = in.Graph.CycleMessage(policy.Name, Node{Kind: gvk.Kind, Name: t.Name})
+	t.Cycle = in.Graph.CycleMessage(policy.Name, depgraph.Node{Kind: gvk.Kind, Name: t.Name})
 	return t
 }
 
@@ -122,15 +123,6 @@ func desiredObject(policy *policyv1.Policy, def *unstructured.Unstructured) *uns
 	}
 	stamp(obj)
 	return obj
-}
-
-// GraphFor returns the dependency graph of policies, all in namespace.
-func GraphFor(namespace string, templateKinds map[schema.GroupKind]bool, policies []policyv1.Policy) Graph {
-	nodes := make([]PolicyNode, 0, len(policies))
-	for i := range policies {
-		nodes = append(nodes, policyNode(namespace, templateKinds, &policies[i]))
-	}
-	return BuildGraph(nodes)
 }
 
 func ownerRef(policy *policyv1.Policy) metav1.OwnerReference {

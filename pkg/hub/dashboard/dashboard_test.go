@@ -1,7 +1,6 @@
 package dashboard_test
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"net/http"
@@ -11,12 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/internal/webdriver"
+	"github.com/canopy-policy/canopy/internal/browser"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/pkg/hub/dashboard"
 )
 
@@ -118,23 +118,24 @@ func getJSON(url string, into any) error {
 
 // renderedMatrix returns the text the browser shows in the matrix, by
 // policy: each cluster's cell and the totals.
-const renderedMatrix = `var out = {};
+const renderedMatrix = `(function () {
+var out = {};
 document.querySelectorAll('#matrix tbody tr').forEach(function (tr) {
   var row = {};
   tr.querySelectorAll('td.cell').forEach(function (td) { row[td.dataset.cluster] = td.innerText; });
   row.totals = Array.from(tr.querySelectorAll('td.total')).map(function (td) { return td.innerText; }).join(' ');
   out[tr.dataset.policy] = row;
 });
-return out;`
+return out;
+})()`
 
 func testBrowser(t *testing.T, c client.Client, base string) {
 	g := NewWithT(t)
-	ctx := t.Context()
-	s := browser(t)
-	g.Expect(s.Navigate(ctx, base+"/")).To(Succeed())
+	b := browser.Start(t, chromedp.WindowSize(1280, 860))
+	g.Expect(b.Navigate(base + "/")).To(Succeed())
 	matrix := func() (map[string]map[string]string, error) {
 		var m map[string]map[string]string
-		err := s.Execute(ctx, &m, renderedMatrix)
+		err := b.Eval(renderedMatrix, &m)
 		return m, err
 	}
 	row := func(east, west, staging, totals string) map[string]string {
@@ -146,82 +147,67 @@ func testBrowser(t *testing.T, c client.Client, base string) {
 		"policies/namespace-hierarchy":  row("Compliant", "Compliant", "NonCompliant", "2 1 0"),
 		"policies/network-policies":     row("Compliant", "-", "", "1 0 0"),
 	}))
-	g.Expect(s.Text(ctx, "#matrix tfoot")).To(Equal("Total 7 2 1"))
-	g.Expect(s.Text(ctx, "#updated")).To(HavePrefix("Last updated"))
-	g.Expect(s.FindAll(ctx, "svg#graph g.node")).To(HaveLen(2), "the two policies that depend")
+	g.Expect(b.Text("#matrix tfoot")).To(Equal("Total 7 2 1"))
+	g.Expect(b.Text("#updated")).To(HavePrefix("Last updated"))
+	g.Expect(b.Nodes("svg#graph g.node")).To(HaveLen(2), "the two policies that depend")
 	if *update {
-		saveScreenshot(t, s)
+		saveScreenshot(t, b)
 	}
 
 	// One replica changes on the hub: the open page follows, without a reload.
-	g.Expect(s.Execute(ctx, nil, "window.canopyMarker = 42")).To(Succeed())
+	g.Expect(b.Eval("window.canopyMarker = 42", nil)).To(Succeed())
 	report(t, c, "prod-west", installCertManager, policyv1.Compliant, "subscription cert-manager was found")
 	g.Eventually(matrix).WithTimeout(30 * time.Second).Should(HaveKeyWithValue("policies/install-cert-manager",
 		row("Compliant", "Compliant", "Compliant", "3 0 0")))
-	g.Expect(s.Text(ctx, "#matrix tfoot")).To(Equal("Total 8 1 1"))
+	g.Expect(b.Text("#matrix tfoot")).To(Equal("Total 8 1 1"))
 	var marker int
-	g.Expect(s.Execute(ctx, &marker, "return window.canopyMarker")).To(Succeed())
+	g.Expect(b.Eval("window.canopyMarker", &marker)).To(Succeed())
 	g.Expect(marker).To(Equal(42), "the page updated in place")
 
-	testPolicyPage(t, c, s, base)
+	testPolicyPage(t, c, b, base)
 }
 
 // testPolicyPage opens the Pending policy's page: the reason it waits and
 // the dependency graph are shown.
-func testPolicyPage(t *testing.T, c client.Client, s *webdriver.Session, base string) {
+func testPolicyPage(t *testing.T, c client.Client, b *browser.Browser, base string) {
 	g := NewWithT(t)
-	ctx := t.Context()
-	g.Expect(s.Navigate(ctx, base+"/policies/policies/cert-manager-issuer")).To(Succeed())
+	g.Expect(b.Navigate(base + "/policies/policies/cert-manager-issuer")).To(Succeed())
 	g.Eventually(func() (string, error) {
-		return s.Text(ctx, `#clusters article[data-cluster="prod-west"] .unmet`)
+		return b.Text(`#clusters article[data-cluster="prod-west"] .unmet`)
 	}).WithTimeout(30 * time.Second).Should(Equal(
 		"Waiting for Policy policies/install-cert-manager: want Compliant got NonCompliant"))
-	g.Expect(s.Text(ctx, `#clusters article[data-cluster="prod-west"] h3`)).To(Equal("prod-west Pending"))
-	g.Expect(s.Text(ctx, `#dependencies tbody tr`)).To(ContainSubstring("policies/install-cert-manager"))
+	g.Expect(b.Text(`#clusters article[data-cluster="prod-west"] h3`)).To(Equal("prod-west Pending"))
+	g.Expect(b.Text(`#dependencies tbody tr`)).To(ContainSubstring("policies/install-cert-manager"))
 	var graph []string
-	g.Expect(s.Execute(ctx, &graph, `return Array.from(document.querySelectorAll('svg#graph g.node')).map(
-		function (n) { return n.dataset.node + ' ' + Array.from(n.classList).sort().join(' '); })`)).To(Succeed())
+	g.Expect(b.Eval(`Array.from(document.querySelectorAll('svg#graph g.node')).map(
+		function (n) { return n.dataset.node + ' ' + Array.from(n.classList).sort().join(' '); })`, &graph)).To(Succeed())
 	g.Expect(graph).To(ConsistOf(
 		"Policy/policies/cert-manager-issuer focus node state-pending",
 		"Policy/policies/cert-manager-issuer/ConfigurationPolicy/letsencrypt-issuer node state-pending template",
 		"Policy/policies/install-cert-manager node state-compliant",
 		"Policy/policies/install-cert-manager/ConfigurationPolicy/cert-manager-operator node state-unknown template",
 	), "the replicas read for the page give the policy's templates their states")
-	g.Expect(s.FindAll(ctx, "svg#graph g.edge.met path")).To(HaveLen(1), "the dependency is met now")
-	g.Expect(s.FindAll(ctx, "svg#graph g.edge.structural path")).To(HaveLen(2), "each policy to its template")
+	g.Expect(b.Nodes("svg#graph g.edge.met path")).To(HaveLen(1), "the dependency is met now")
+	g.Expect(b.Nodes("svg#graph g.edge.structural path")).To(HaveLen(2), "each policy to its template")
 
 	// The dependency breaks again: the open page follows.
-	g.Expect(s.Text(ctx, "#dependencies td[data-dependency]")).To(Equal("Compliant"))
+	g.Expect(b.Text("#dependencies td[data-dependency]")).To(Equal("Compliant"))
 	report(t, c, "prod-west", installCertManager, policyv1.NonCompliant, "subscription cert-manager not found in namespace operators")
 	g.Eventually(func() (string, error) {
-		return s.Text(ctx, "#dependencies td[data-dependency]")
+		return b.Text("#dependencies td[data-dependency]")
 	}).WithTimeout(30 * time.Second).Should(Equal("NonCompliant"))
 	var class string
-	g.Expect(s.Execute(ctx, &class, `return document.querySelector(
-		'svg#graph g.node[data-node="Policy/policies/install-cert-manager"]').getAttribute('class')`)).To(Succeed())
+	g.Expect(b.Eval(`document.querySelector(
+		'svg#graph g.node[data-node="Policy/policies/install-cert-manager"]').getAttribute('class')`, &class)).To(Succeed())
 	g.Expect(class).To(ContainSubstring("state-noncompliant"), "the graph is repainted")
 
 }
 
-// browser opens a headless Chromium; it fails when none is installed.
-func browser(t *testing.T) *webdriver.Session {
-	t.Helper()
+func saveScreenshot(t *testing.T, b *browser.Browser) {
 	g := NewWithT(t)
-	drv, err := webdriver.StartDriver(t.Context(), webdriver.DriverPath)
-	g.Expect(err).NotTo(HaveOccurred(), "the dashboard's browser test needs Chromium")
-	t.Cleanup(drv.Stop)
-	s, err := drv.NewSession(t.Context(), webdriver.ChromiumOptions(t.TempDir()))
+	png, err := b.Screenshot()
 	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = s.Delete(context.WithoutCancel(t.Context())) }) // t.Context() is done when cleanups run
-	g.Expect(s.SetWindowSize(t.Context(), 1280, 860)).To(Succeed())
-	return s
-}
-
-func saveScreenshot(t *testing.T, s *webdriver.Session) {
-	g := NewWithT(t)
-	png, err := s.Screenshot(t.Context())
-	g.Expect(err).NotTo(HaveOccurred())
-	root, err := testenv.RepoRoot()
+	root, err := controlplane.RepoRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(os.WriteFile(filepath.Join(root, "docs", "dashboard.png"), png, 0o600)).To(Succeed())
 }

@@ -2,8 +2,11 @@ package dashboard_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,67 +14,76 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/cmdutil"
-	"github.com/canopy-policy/canopy/internal/cmdutil/cmdtest"
-	"github.com/canopy-policy/canopy/internal/scheme"
-	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/pkg/hub/dashboard"
-	"github.com/canopy-policy/canopy/pkg/hub/propagator"
-	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
+	"github.com/canopy-policy/canopy/internal/controlplane"
+	"github.com/canopy-policy/canopy/pkg/hub"
 )
 
-// startHub starts a hub control plane and, as the identity bound only to
-// the hub's generated ClusterRole (deploy/hub/rbac), a manager running the
-// propagator, the status controller and the dashboard, as cmd/hub does. It
-// returns the admin client and the dashboard's base URL; the manager stops
-// (and must stop cleanly) when the test ends.
+// suite is a hub control plane with, as the identity bound only to the
+// hub's generated ClusterRole (deploy/hub/rbac), a manager running the hub's
+// controllers and the dashboard, as cmd/hub does (pkg/hub). The manager must
+// stop cleanly when the suite ends: Main fails the run otherwise.
+var suite = &controlplane.Suite{Name: "hub", Start: runHub}
+
+// dashboardBase is the dashboard's base URL, set when the suite starts.
+var dashboardBase string
+
+func TestMain(m *testing.M) { suite.Main(m) }
+
+// startHub returns the hub's admin client and the dashboard's base URL,
+// starting the suite if it is not running.
 func startHub(t *testing.T) (client.Client, string) {
 	t.Helper()
-	g := NewWithT(t)
-	hub, err := testenv.StartControlPlane(t.Context(), "hub")
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = hub.Stop() })
-	kubeconfig, err := hub.KubeconfigAs(t.Context(), t.TempDir(), "canopy-hub", "deploy/hub/rbac/role.yaml")
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg, err := cmdutil.RESTConfig(kubeconfig)
-	g.Expect(err).NotTo(HaveOccurred())
-	mgr, err := cmdutil.NewManager(cfg, manager.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&policyv1.Policy{}: {Transform: propagator.TrimPolicy}, // as cmd/hub: no replica history in the cache
-		}},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	address := cmdtest.FreeAddress(t)
-	ctx, cancel := context.WithCancel(t.Context())
-	for _, r := range []interface {
-		SetupWithManager(context.Context, ctrl.Manager) error
-	}{
-		&propagator.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("canopy-propagator")},
-		&rootstatus.Reconciler{Client: mgr.GetClient(), CoalesceWindow: 100 * time.Millisecond},
-		&dashboard.Server{Address: address, RefreshInterval: 300 * time.Millisecond},
-	} {
-		g.Expect(r.SetupWithManager(ctx, mgr)).To(Succeed())
+	return suite.Get(t).Client, dashboardBase
+}
+
+// runHub runs the hub with the dashboard on cp until the returned stop, and
+// waits for the dashboard to answer.
+func runHub(cp *controlplane.ControlPlane) (func() error, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kubeconfig, err := cp.KubeconfigAs(ctx, filepath.Dir(cp.KubeconfigPath), "canopy-hub", "deploy/hub/rbac/role.yaml")
+	if err != nil {
+		return nil, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		NewWithT(t).Eventually(done).WithTimeout(time.Minute).Should(Receive(BeNil()), "the manager and the dashboard stop cleanly")
+	cfg, err := cmdutil.RESTConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	address, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	opts := hub.Options{DashboardAddress: address, DashboardRefresh: 300 * time.Millisecond, CoalesceWindow: 100 * time.Millisecond}
+	stop, err := controlplane.StartManager(cfg, hub.ManagerOptions(opts), func(mgr ctrl.Manager) error {
+		return hub.Setup(context.Background(), mgr, opts)
 	})
-	base := "http://" + address
-	g.Eventually(func() error { return get(base + "/api/matrix") }).WithTimeout(time.Minute).Should(Succeed())
-	return hub.Client, base
+	if err != nil {
+		return nil, err
+	}
+	dashboardBase = "http://" + address
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		return get(dashboardBase+"/api/matrix") == nil, nil
+	}); err != nil {
+		return nil, errors.Join(fmt.Errorf("waiting for the dashboard: %w", err), stop())
+	}
+	return stop, nil
+}
+
+// freeAddress returns a loopback address with a port nobody listens on.
+func freeAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }
 
 func get(url string) error {

@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/replica"
 )
 
 // TrimPolicy is the hub cache's transform for Policies: it drops
@@ -16,7 +17,7 @@ import (
 func TrimPolicy(obj any) (any, error) {
 	if p, ok := obj.(*policyv1.Policy); ok {
 		p.ManagedFields = nil
-		if IsReplica(p) {
+		if replica.IsReplica(p) {
 			p.Status.Details = nil
 		}
 		return p, nil

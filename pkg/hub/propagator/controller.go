@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,13 +21,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
+	"github.com/canopy-policy/canopy/pkg/hubtemplates"
+	"github.com/canopy-policy/canopy/pkg/replica"
+	"github.com/canopy-policy/canopy/pkg/statuspatch"
 	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
@@ -60,7 +62,7 @@ type Reconciler struct {
 	// Recorder records propagation failures as events on the root policy.
 	Recorder events.EventRecorder
 	// MaxConcurrentReconciles is how many root policies are reconciled at
-	// once; zero means one.
+	// once; zero means controllerdefaults.HubConcurrency.
 	MaxConcurrentReconciles int
 
 	// templates resolves hub templates; SetupWithManager makes it.
@@ -94,7 +96,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(r.placementObjectToPolicies),
 			builder.OnlyMetadata, builder.WithPredicates(existenceChanged)).
 		WatchesRawSource(templates.requestSource()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(controllerdefaults.HubOptions(r.MaxConcurrentReconciles)).
 		Complete(r)
 }
 
@@ -109,18 +111,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, fmt.Errorf("getting policy %s: %w", req.NamespacedName, err)
 	}
-	if IsReplica(policy) {
+	if replica.IsReplica(policy) {
 		return ctrl.Result{}, nil
 	}
-	orig := policy.DeepCopy()
-	defer func() { // status is written once, here, whatever happens below
-		if equality.Semantic.DeepEqual(orig.Status, policy.Status) {
-			return
-		}
-		if err := r.Client.Status().Patch(ctx, policy, client.MergeFrom(orig)); err != nil {
-			retErr = kerrors.NewAggregate([]error{retErr, client.IgnoreNotFound(err)})
-		}
-	}()
+	status := statuspatch.Snapshot(r.Client, policy, func(p *policyv1.Policy) any { return p.Status })
+	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
 	if !policy.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, req.NamespacedName)
 	}
@@ -176,44 +171,44 @@ type syncOutcome struct {
 
 // syncReplicas creates or updates the replica of each selected cluster and
 // deletes the others. One failing cluster does not stop the others.
-func (r *Reconciler) syncReplicas(ctx context.Context, root *policyv1.Policy, clusters []Cluster, members PolicySetMembers) syncOutcome {
-	existing, err := r.replicasOf(ctx, ReplicaName(root))
+func (r *Reconciler) syncReplicas(ctx context.Context, root *policyv1.Policy, clusters []Cluster, members replica.PolicySetMembers) syncOutcome {
+	existing, err := r.replicasOf(ctx, replica.Name(root))
 	if err != nil {
 		return syncOutcome{failures: []error{err}}
 	}
 	var out syncOutcome
 	selected := sets.New[string]()
-	tr := newTemplateRoot(root)
+	tr := hubtemplates.NewRoot(root)
 	for _, c := range clusters {
-		desired := BuildReplica(root, c, members)
+		desired := replica.Build(root, c, members)
 		key := client.ObjectKeyFromObject(desired)
 		r.syncReplica(ctx, tr, desired, existing[key], &out)
 		delete(existing, key)
 		selected.Insert(c.Name)
 	}
-	r.templates.retain(ctx, ReplicaName(root), selected)
+	r.templates.retain(ctx, replica.Name(root), selected)
 	out.failures = append(out.failures, r.deleteReplicas(ctx, existing)...)
 	return out
 }
 
 // syncReplica resolves the hub templates of desired and writes it.
-func (r *Reconciler) syncReplica(ctx context.Context, root templateRoot, desired, existing *policyv1.Policy, out *syncOutcome) {
+func (r *Reconciler) syncReplica(ctx context.Context, root hubtemplates.Root, desired, existing *policyv1.Policy, out *syncOutcome) {
 	cluster := desired.Namespace
 	res := r.templates.resolve(ctx, root, desired, existing)
-	if res.hold { // Note: the replica stays as it is, never half resolved
-		out.failures = append(out.failures, fmt.Errorf("cluster %s: resolving hub templates: %w", cluster, res.retry))
+	if res.Hold { // Note: the replica stays as it is, never half resolved
+		out.failures = append(out.failures, fmt.Errorf("cluster %s: resolving hub templates: %w", cluster, res.Retry))
 		return
 	}
-	res.applyTo(desired)
+	res.ApplyTo(desired)
 	r.recordTemplateFailures(root.Policy, desired, res, existing)
 	if err := r.applyReplica(ctx, desired, existing); err != nil {
 		out.failures = append(out.failures, fmt.Errorf("cluster %s: %w", cluster, err))
 	}
-	for _, f := range res.failures {
-		out.templateFailures = append(out.templateFailures, HubTemplateFailure{Cluster: cluster, Message: f.summary})
+	for _, f := range res.Failures {
+		out.templateFailures = append(out.templateFailures, HubTemplateFailure{Cluster: cluster, Message: f.Summary})
 	}
-	if res.retry != nil {
-		out.retry = append(out.retry, fmt.Errorf("cluster %s: hub templates: %w", cluster, res.retry))
+	if res.Retry != nil {
+		out.retry = append(out.retry, fmt.Errorf("cluster %s: hub templates: %w", cluster, res.Retry))
 	}
 }
 
@@ -224,17 +219,17 @@ func (r *Reconciler) syncReplica(ctx context.Context, root templateRoot, desired
 // Note: the replica is the event's related object, so that the events of
 // different clusters are not merged into one series (the events API keys a
 // series by its objects, reason and action, not its note).
-func (r *Reconciler) recordTemplateFailures(root, replica *policyv1.Policy, res resolvedTemplates, existing *policyv1.Policy) {
+func (r *Reconciler) recordTemplateFailures(root, replica *policyv1.Policy, res hubtemplates.Result, existing *policyv1.Policy) {
 	if r.Recorder == nil {
 		return
 	}
-	for _, f := range res.failures {
-		if existing != nil && f.index < len(existing.Spec.PolicyTemplates) &&
-			annotationOf(existing.Spec.PolicyTemplates[f.index].ObjectDefinition.Raw, templating.HubTemplatesErrorAnnotation) == f.message {
+	for _, f := range res.Failures {
+		if existing != nil && f.Index < len(existing.Spec.PolicyTemplates) &&
+			hubtemplates.AnnotationOf(existing.Spec.PolicyTemplates[f.Index].ObjectDefinition.Raw, templating.HubTemplatesErrorAnnotation) == f.Message {
 			continue
 		}
 		r.Recorder.Eventf(root, replica, corev1.EventTypeWarning, ReasonHubTemplateError, "ResolveHubTemplates", "%s",
-			truncateTo(fmt.Sprintf("Failed to resolve templates for cluster %s: %s", replica.Namespace, f.summary), maxEventNoteLength))
+			truncateTo(fmt.Sprintf("Failed to resolve templates for cluster %s: %s", replica.Namespace, f.Summary), maxEventNoteLength))
 	}
 }
 

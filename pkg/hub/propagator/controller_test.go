@@ -12,12 +12,11 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
-	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
 )
 
 func TestPlacementChangeMovesReplicas(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	root := newPolicy(ns, "pol")
 	root.Labels = map[string]string{"team": "a"}
 	root.Annotations = map[string]string{"policy.open-cluster-management.io/standards": "NIST SP 800-53"}
@@ -67,7 +66,7 @@ func TestPlacementChangeMovesReplicas(t *testing.T) {
 }
 
 func TestBindingDeleted(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	placeOn(t, ns, "pl-a", "cluster-a")
 	placeOn(t, ns, "pl-b", "cluster-b")
 	keep, drop := newBinding(ns, "keep", "pl-a", policySubject("pol")), newBinding(ns, "drop", "pl-b", policySubject("pol"))
@@ -86,7 +85,7 @@ func TestBindingDeleted(t *testing.T) {
 }
 
 func TestRestrictedBindingOverrides(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	placeOn(t, ns, "selects", "cluster-a", "cluster-b")
 	placeOn(t, ns, "overrides", "cluster-b", "cluster-c")
 	override := newBinding(ns, "enforce-b-c", "overrides", policySubject("pol"))
@@ -112,7 +111,7 @@ func TestRestrictedBindingOverrides(t *testing.T) {
 }
 
 func TestPolicySetMembershipChange(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	placeOn(t, ns, "pl", "cluster-a")
 	set := newPolicySet(ns, "set", "p1")
 	dependant := newPolicy(ns, "dependant")
@@ -155,7 +154,7 @@ func expectDependencies(t *testing.T, ns, name string, want ...string) {
 }
 
 func TestDisabledToggled(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	placeOn(t, ns, "pl", "cluster-a", "cluster-b")
 	root := newPolicy(ns, "pol")
 	create(t, root, newBinding(ns, "pb", "pl", policySubject("pol")))
@@ -173,7 +172,7 @@ func TestDisabledToggled(t *testing.T) {
 }
 
 func TestDeletedRootLeavesNoReplicas(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	placeOn(t, ns, "pl", clusters...)
 	root := newPolicy(ns, "pol")
 	create(t, root, newBinding(ns, "pb", "pl", policySubject("pol")))
@@ -184,7 +183,7 @@ func TestDeletedRootLeavesNoReplicas(t *testing.T) {
 }
 
 func TestOrphansWhileHubStopped(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	placeOn(t, ns, "pl", "cluster-a", "cluster-b")
 	deleted, moved := newPolicy(ns, "deleted"), newPolicy(ns, "moved")
 	create(t, deleted, moved, newBinding(ns, "pb", "pl", policySubject("deleted"), policySubject("moved")))
@@ -210,7 +209,7 @@ func TestOrphansWhileHubStopped(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	t.Run("namespace and name over 62 characters", func(t *testing.T) {
 		g := NewWithT(t)
-		ns := testenv.Namespace(t, env.Hub.Client)
+		ns := newNamespace(t)
 		name := "too-long-" + longName(52) // 61 characters, the most a root name may have
 		placeOn(t, ns, "pl", "cluster-a")
 		// The admission policy refuses such a root on creation, but not a
@@ -228,7 +227,7 @@ func TestBadInput(t *testing.T) {
 	})
 
 	t.Run("a subject of an unknown kind", func(t *testing.T) {
-		ns := testenv.Namespace(t, env.Hub.Client)
+		ns := newNamespace(t)
 		placeOn(t, ns, "pl", "cluster-a")
 		typo := newBinding(ns, "pb", "pl", policyv1.Subject{APIGroup: policyv1.GroupName, Kind: "Polcy", Name: "pol"})
 		create(t, newPolicy(ns, "pol"), typo)
@@ -242,7 +241,7 @@ func TestBadInput(t *testing.T) {
 	})
 
 	t.Run("placements without decisions", func(t *testing.T) {
-		ns := testenv.Namespace(t, env.Hub.Client)
+		ns := newNamespace(t)
 		placeOn(t, ns, "empty")
 		create(t, newPolicy(ns, "pol"), newBinding(ns, "pb-empty", "empty", policySubject("pol")),
 			newBinding(ns, "pb-missing", "missing", policySubject("pol")))
@@ -257,7 +256,7 @@ func TestBadInput(t *testing.T) {
 	})
 
 	t.Run("a PolicySet listing a missing policy", func(t *testing.T) {
-		ns := testenv.Namespace(t, env.Hub.Client)
+		ns := newNamespace(t)
 		placeOn(t, ns, "pl", "cluster-a")
 		create(t, newPolicy(ns, "present"), newPolicySet(ns, "set", "present", "absent"), newBinding(ns, "pb", "pl", setSubject("set")))
 		expectReplicasOn(t, ns, "present", "cluster-a")
@@ -273,7 +272,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestPropagationFailure(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	placeOn(t, ns, "pl", "cluster-a", "unregistered")
 	create(t, newPolicy(ns, "pol"), newBinding(ns, "pb", "pl", policySubject("pol")))
 
@@ -291,7 +290,7 @@ func TestPropagationFailure(t *testing.T) {
 }
 
 func TestRootAndPolicySetStatus(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	placeOn(t, ns, "pl", "cluster-a", "cluster-b")
 	create(t, newPolicy(ns, "p1"), newPolicy(ns, "p2"), newPolicySet(ns, "set", "p1", "p2"), newBinding(ns, "pb", "pl", setSubject("set")))
 	expectReplicasOn(t, ns, "p1", "cluster-a", "cluster-b")

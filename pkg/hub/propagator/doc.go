@@ -25,77 +25,25 @@
 // pkg/hub/rootstatus's, which reads status.placement.
 //
 // The pure cores are ResolvePlacement (which clusters, which overrides),
-// BuildReplica and CanonicalDependencies (what a replica holds),
+// replica.Build and replica.CanonicalDependencies (pkg/replica: what a
+// replica holds),
 // ReplicaUpToDate (whether to write) and PropagatedCondition.
 //
 // # Hub templates
 //
-// After BuildReplica, a separate step resolves the hub templates
-// ({{hub ... hub}}) of each policy template of the replica, per cluster,
-// with OCM's library (github.com/stolostron/go-template-utils) and OCM's
-// semantics: the context .ManagedClusterName, .ManagedClusterLabels (read
-// from the cluster's ManagedCluster by a context transformer, only when a
-// template mentions it) and .PolicyMetadata (name, namespace, labels and
-// annotations of the root); every function of the library (fromSecret,
-// fromConfigMap, copySecretData, copyConfigMapData, lookup, protect, the
-// sprig subset...). The annotation disable-templates=true on the root
-// turns this off; trigger-update is never copied to replicas.
-//
-// Lookups are confined as OCM confines them: to the root's namespace, and
-// of cluster-scoped objects to the cluster's own ManagedCluster; a lookup
-// elsewhere fails, it is never escalated. When
-// spec.hubTemplateOptions.serviceAccountName names a ServiceAccount of the
-// root's namespace, lookups instead use its permissions alone: its
-// templates are resolved by a resolver whose DynamicWatcher authenticates
-// with a token of that ServiceAccount (TokenRequest, renewed in memory
-// before it expires). That resolver starts with the first replica that
-// uses it and stops with the last. A missing ServiceAccount is OCM's error
-// "the service account in hubTemplateOptions.serviceAccountName
-// (<namespace>/<name>) does not exist", resolved again when it appears.
-//
-// Every object a replica's templates read is watched
-// (kubernetes-dependency-watches, one query batch per resolution, so what
-// they no longer read is no longer watched). An event names the replica:
-// its remembered resolution is forgotten and its root reconciled, which
-// resolves that replica alone again; the others of the root, and the
-// replicas of other roots, are taken from memory. A resolution is also
-// redone when the root's generation, labels or annotations change (so
-// changing trigger-update resolves all its replicas again). Memory is lost
-// on restart: the first reconcile of each root resolves its replicas anew,
-// to the same result, so a steady hub still writes nothing. The replicas of
-// a deleted root or a deselected cluster stop their watches.
-//
-// protect, fromSecret and copySecretData encrypt with OCM's scheme
-// (AES-256-CBC): a key per cluster in Secret policy-encryption-key (field
-// "key") of the cluster namespace, created by the hub when missing (with
-// OCM's backup label and last-rotated annotation) and watched, and an IV per
-// replica in the annotation encryption-iv, on the replica and on each
-// policy template that encrypts; the IV is kept across resolutions, so
-// unchanged inputs give unchanged values. Encrypted values read
-// "$ocm_encrypted:<base64>"; the agent decrypts them with its copy of the
-// key. Any action that mentions fromSecret, copySecretData or protect
-// encrypts (OCM only looks at their usual positions), so a Secret's value
-// read by these functions never sits in a replica in clear text. Note: as
-// in OCM, lookup of a Secret returns it as it is; use fromSecret.
-//
-// A template that fails (syntax, a missing object, a forbidden lookup, a
-// missing ServiceAccount) is never half resolved: the replica's policy
-// template stays as the root wrote it, with the error in the annotation
-// hub-templates-error (OCM's message, which quotes the template as
-// written), and the agent reports it NonCompliant. The root's condition
-// Propagated turns False with ReasonHubTemplateError, naming the clusters
-// and errors (without the template), and a Warning event "Failed to
-// resolve templates for cluster <cluster>: <error>" is recorded when a
-// replica's error first appears. A missing object is resolved again when
-// it appears (it is watched); a permission the ServiceAccount lacks is
-// retried with backoff; a failure of the API server (or of the key) leaves
-// the replica as it was and is retried with backoff (PropagationFailed).
-// An error raised after a Secret was read has what the failing function
-// said withheld, as it may quote the value; the library's own log, which
-// prints templates and values, is silenced.
-//
-// ResolveHubTemplates does the same for one root and cluster without the
-// controller (no cache, no watch, no write), for kubectl canopy plan.
+// After replica.Build, the hub templates ({{hub ... hub}}) of each replica
+// are resolved per cluster by pkg/hubtemplates, whose doc gives OCM's
+// semantics, the confinement of lookups, the watches and the encryption;
+// its Cache runs with the manager and its watch events reconcile the root
+// of the replica concerned. A template that fails is never half resolved:
+// the replica's policy template stays as the root wrote it, with the error
+// in the annotation hub-templates-error, and the agent reports it
+// NonCompliant. The root's condition Propagated turns False with
+// ReasonHubTemplateError, naming the clusters and errors (without the
+// template), and a Warning event "Failed to resolve templates for cluster
+// <cluster>: <error>" is recorded when a replica's error first appears. A
+// failure of the API server (or of the key) leaves the replica as it was
+// and is retried with backoff (PropagationFailed).
 //
 // Replicas are found through the root-policy label, not owner references
 // or finalizers (a replica lives in another namespace than its root): when

@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
 // TestExamples applies examples/propagation as a new user would and checks
@@ -15,14 +15,14 @@ import (
 // dependency renamed to the replica's name, enforce on canary clusters.
 func TestExamples(t *testing.T) {
 	g := NewWithT(t)
-	root, err := testenv.RepoRoot()
+	root, err := controlplane.RepoRoot()
 	g.Expect(err).NotTo(HaveOccurred())
 	files, err := filepath.Glob(filepath.Join(root, "examples", "propagation", "0*.yaml"))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(files).NotTo(BeEmpty())
-	objs, err := testenv.ReadObjects(files...)
+	objs, err := controlplane.ReadObjects(files...)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(testenv.Apply(t.Context(), env.Hub.Client, objs...)).To(Succeed())
+	g.Expect(controlplane.Apply(t.Context(), suite.Get(t).Hub.Client, objs...)).To(Succeed())
 	placeOn(t, "policies", "dev-clusters", "cluster-a", "cluster-b")
 	placeOn(t, "policies", "canary-clusters", "cluster-b", "cluster-c")
 

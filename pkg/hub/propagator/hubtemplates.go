@@ -1,404 +1,88 @@
 package propagator
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
 
-	"github.com/stolostron/go-template-utils/v7/pkg/templates"
-	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/pkg/templating"
+	"github.com/canopy-policy/canopy/pkg/hubtemplates"
 )
 
-// managedClusterGVK is the kind .ManagedClusterLabels is read from.
-var managedClusterGVK = schema.GroupVersionKind{Group: clusterv1.GroupName, Version: "v1", Kind: "ManagedCluster"}
-
-// templateContext is what hub templates see, with OCM's field names.
-type templateContext struct {
-	ManagedClusterName   string
-	ManagedClusterLabels map[string]string
-	PolicyMetadata       map[string]any
+// hubTemplates is the propagator's side of hub template resolution
+// (pkg/hubtemplates): the Cache, run by the manager; its watch events,
+// which reach the controller as requests to reconcile a root; its work,
+// counted in the propagator's metrics. A nil hubTemplates resolves nothing.
+type hubTemplates struct {
+	*hubtemplates.Cache
+	// requests carries the roots to reconcile to the controller.
+	requests chan event.TypedGenericEvent[types.NamespacedName]
 }
 
-func newTemplateContext(root *policyv1.Policy, cluster string) templateContext {
-	return templateContext{
-		ManagedClusterName: cluster,
-		PolicyMetadata: map[string]any{
-			"annotations": root.Annotations,
-			"labels":      root.Labels,
-			"name":        root.Name,
-			"namespace":   root.Namespace,
+func newHubTemplates(mgr ctrl.Manager) (*hubTemplates, error) {
+	h := &hubTemplates{requests: make(chan event.TypedGenericEvent[types.NamespacedName], 1024)}
+	cache, err := hubtemplates.NewCache(hubtemplates.Options{
+		Config:  mgr.GetConfig(),
+		Client:  mgr.GetClient(),
+		Reader:  mgr.GetAPIReader(),
+		Changed: h.enqueue,
+		Log:     ctrl.Log.WithName(ControllerName),
+		Resolved: func(root types.NamespacedName) {
+			hubTemplateResolutions.WithLabelValues(root.Namespace, root.Name).Inc()
 		},
-	}
-}
-
-// hubResolverConfig is the library's configuration of every hub resolver:
-// OCM's delimiters and indentation; query batches are the propagator's, one
-// per replica resolution.
-func hubResolverConfig(skipBatchManagement bool) templates.Config {
-	return templates.Config{
-		AdditionalIndentation: 8,
-		StartDelim:            templating.HubStartDelim,
-		StopDelim:             templating.HubStopDelim,
-		SkipBatchManagement:   skipBatchManagement,
-	}
-}
-
-// hasHubTemplates reports whether a policy template of root holds a hub
-// template that is to be resolved.
-func hasHubTemplates(root *policyv1.Policy) bool {
-	if templatesDisabled(root) {
-		return false
-	}
-	for _, t := range root.Spec.PolicyTemplates {
-		if templating.HasHubTemplate(t.ObjectDefinition.Raw) {
-			return true
-		}
-	}
-	return false
-}
-
-// templatesDisabled reports whether root turns template resolution off
-// with DisableTemplatesAnnotation.
-func templatesDisabled(root *policyv1.Policy) bool {
-	disabled, err := strconv.ParseBool(root.Annotations[templating.DisableTemplatesAnnotation])
-	return err == nil && disabled
-}
-
-// serviceAccountOf returns the ServiceAccount whose permissions the hub
-// templates of root use, or "" for the hub's own, confined ones.
-func serviceAccountOf(root *policyv1.Policy) string {
-	if o := root.Spec.HubTemplateOptions; o != nil {
-		return o.ServiceAccountName
-	}
-	return ""
-}
-
-// resolveOptions confines lookups as OCM does: to the root's namespace and
-// the cluster's own ManagedCluster, unless a ServiceAccount lends its
-// permissions, which then decide alone.
-func resolveOptions(root *policyv1.Policy, cluster string) templates.ResolveOptions {
-	if serviceAccountOf(root) != "" {
-		return templates.ResolveOptions{}
-	}
-	return templates.ResolveOptions{
-		LookupNamespace: root.Namespace,
-		ClusterScopedAllowList: []templates.ClusterScopedObjectIdentifier{
-			{Group: clusterv1.GroupName, Kind: "ManagedCluster", Name: cluster},
+		ServiceAccountResolver: func(sa types.NamespacedName, running bool) {
+			if running {
+				serviceAccountResolvers.WithLabelValues(sa.Namespace, sa.Name).Set(1)
+			} else {
+				serviceAccountResolvers.DeleteLabelValues(sa.Namespace, sa.Name)
+			}
 		},
-	}
-}
-
-// templateRun resolves the hub templates of one replica.
-type templateRun struct {
-	resolver *templates.TemplateResolver
-	options  templates.ResolveOptions
-	context  templateContext
-	// labels returns the ManagedCluster's labels for a template that
-	// mentions .ManagedClusterLabels. Nil means they are read through the
-	// resolver's watcher instead (a context transformer), so that a label
-	// change resolves the replica again.
-	labels func() (map[string]string, error)
-	// key returns the cluster's AES key; the first template that encrypts
-	// calls it.
-	key func() ([]byte, error)
-	// iv is the IV annotation the replica carries, reused when valid so that
-	// unchanged inputs encrypt to the same values.
-	iv string
-
-	aesKey []byte
-}
-
-// resolvedTemplates is the outcome of resolving the hub templates of one
-// replica. It never holds a half-resolved template: each is resolved
-// completely or left as the root wrote it, with the error annotated.
-type resolvedTemplates struct {
-	// defs are the objectDefinitions of the replica, by template index; nil
-	// keeps the root's.
-	defs [][]byte
-	// iv is the replica's IV annotation, set when a template encrypts.
-	iv string
-	// failures are the errors of the templates that failed, in order; the
-	// defs of those carry HubTemplatesErrorAnnotation.
-	failures []templateFailure
-	// retry is a failure to resolve again with backoff.
-	retry error
-	// hold means retry came before a complete result: the replica is not
-	// written this time.
-	hold bool
-}
-
-// templateFailure is the error of the policy template at index.
-type templateFailure struct {
-	index int
-	// message is the error as OCM annotates it: with the template as written.
-	message string
-	// summary is message without the template, for conditions and events.
-	summary string
-}
-
-// run resolves the hub templates of policyTemplates.
-func (t *templateRun) run(policyTemplates []policyv1.PolicyTemplate) resolvedTemplates {
-	out := resolvedTemplates{defs: make([][]byte, len(policyTemplates))}
-	for i := range policyTemplates {
-		raw := policyTemplates[i].ObjectDefinition.Raw
-		if !templating.HasHubTemplate(raw) {
-			continue
-		}
-		def, err := t.resolveOne(raw, &out)
-		switch {
-		case err == nil:
-			out.defs[i] = def
-		case isTransient(err):
-			return resolvedTemplates{retry: err, hold: true}
-		default:
-			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-				out.retry = err // Note: no event tells when permissions are granted
-			}
-			if !out.fail(i, raw, err) {
-				return out
-			}
-		}
-	}
-	return out
-}
-
-// resolveOne resolves one objectDefinition.
-func (t *templateRun) resolveOne(raw []byte, out *resolvedTemplates) ([]byte, error) {
-	opts, tctx := t.options, t.context
-	if bytes.Contains(raw, []byte("ManagedClusterLabels")) {
-		if t.labels == nil {
-			opts.ContextTransformers = []func(templates.CachingQueryAPI, any) (any, error){managedClusterLabels(tctx.ManagedClusterName)}
-		} else {
-			labels, err := t.labels()
-			if err != nil {
-				return nil, err
-			}
-			tctx.ManagedClusterLabels = labels
-		}
-	}
-	encrypt := usesEncryption(raw)
-	if encrypt {
-		config, err := t.encryption(out)
-		if err != nil {
-			return nil, err
-		}
-		opts.EncryptionConfig = config
-	}
-	res, err := t.resolver.ResolveTemplate(raw, tctx, &opts)
+	})
 	if err != nil {
-		return nil, &templateError{err: err, sensitive: res.HasSensitiveData}
-	}
-	if !encrypt {
-		return res.ResolvedJSON, nil
-	}
-	def, err := withAnnotation(res.ResolvedJSON, templating.IVAnnotation, out.iv)
-	if err != nil {
-		return nil, &transientError{fmt.Errorf("annotating the resolved template with its IV: %w", err)}
-	}
-	return def, nil
-}
-
-// encryption returns the configuration of "protect", reading the key and
-// choosing the replica's IV on first use.
-func (t *templateRun) encryption(out *resolvedTemplates) (templates.EncryptionConfig, error) {
-	if t.aesKey == nil {
-		key, err := t.key()
-		if err != nil {
-			return templates.EncryptionConfig{}, &transientError{fmt.Errorf("getting the encryption key: %w", err)}
-		}
-		t.aesKey = key
-	}
-	if out.iv == "" {
-		out.iv = t.iv
-		if validIV(out.iv) == nil {
-			iv, err := newIV()
-			if err != nil {
-				return templates.EncryptionConfig{}, &transientError{err}
-			}
-			out.iv = iv
-		}
-	}
-	return templates.EncryptionConfig{EncryptionEnabled: true, AESKey: t.aesKey, InitializationVector: validIV(out.iv)}, nil
-}
-
-// fail records the failure of template i and leaves its objectDefinition
-// as the root wrote it, annotated with the error. It returns false, with
-// out on hold, when the definition cannot be annotated.
-func (out *resolvedTemplates) fail(i int, raw []byte, err error) bool {
-	msg := err.Error()
-	def, annotateErr := withAnnotation(raw, templating.HubTemplatesErrorAnnotation, msg)
-	if annotateErr != nil {
-		out.retry, out.hold = fmt.Errorf("policy template %d: annotating the error %q: %w", i, msg, annotateErr), true
-		return false
-	}
-	out.defs[i] = def
-	summary := strings.Replace(msg, " "+string(raw)+":", ":", 1)
-	out.failures = append(out.failures, templateFailure{index: i, message: msg, summary: summary})
-	return true
-}
-
-// failAll is the outcome when no template could be resolved: every policy
-// template with a hub template carries err.
-func failAll(policyTemplates []policyv1.PolicyTemplate, err error) resolvedTemplates {
-	out := resolvedTemplates{defs: make([][]byte, len(policyTemplates))}
-	for i := range policyTemplates {
-		raw := policyTemplates[i].ObjectDefinition.Raw
-		if templating.HasHubTemplate(raw) && !out.fail(i, raw, err) {
-			break
-		}
-	}
-	return out
-}
-
-// applyTo writes the outcome into replica, a replica BuildReplica made.
-//
-// Note: it copies the definitions, which may be remembered: decoding a
-// response into the replica reuses the bytes of its RawExtensions.
-func (out resolvedTemplates) applyTo(replica *policyv1.Policy) {
-	for i, def := range out.defs {
-		if def != nil && i < len(replica.Spec.PolicyTemplates) {
-			replica.Spec.PolicyTemplates[i].ObjectDefinition.Raw = bytes.Clone(def)
-		}
-	}
-	if out.iv != "" {
-		replica.Annotations[templating.IVAnnotation] = out.iv
-	}
-}
-
-// err joins the failures of the outcome, naming their templates.
-func (out resolvedTemplates) err() error {
-	errs := make([]error, 0, len(out.failures)+1)
-	if out.hold {
-		errs = append(errs, out.retry)
-	}
-	for _, f := range out.failures {
-		errs = append(errs, fmt.Errorf("policy template %d: %s", f.index, f.message))
-	}
-	return errors.Join(errs...)
-}
-
-// managedClusterLabels is OCM's context transformer: it reads the labels
-// of the cluster's ManagedCluster through the resolver's watcher.
-func managedClusterLabels(cluster string) func(templates.CachingQueryAPI, any) (any, error) {
-	return func(api templates.CachingQueryAPI, ctx any) (any, error) {
-		tctx, ok := ctx.(templateContext)
-		if !ok {
-			return ctx, nil
-		}
-		mc, err := api.Get(managedClusterGVK, "", cluster)
-		if err != nil {
-			return ctx, err
-		}
-		if mc == nil {
-			return ctx, apierrors.NewNotFound(clusterv1.Resource("managedclusters"), cluster)
-		}
-		tctx.ManagedClusterLabels = mc.GetLabels()
-		return tctx, nil
-	}
-}
-
-// withAnnotation returns the JSON object raw with metadata.annotations[key]
-// set to value.
-func withAnnotation(raw []byte, key, value string) ([]byte, error) {
-	var obj map[string]any
-	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, err
 	}
-	if obj == nil {
-		return nil, errors.New("the object definition is not a JSON object")
-	}
-	metadata, _ := obj["metadata"].(map[string]any)
-	if metadata == nil {
-		metadata = map[string]any{}
-	}
-	annotations, _ := metadata["annotations"].(map[string]any)
-	if annotations == nil {
-		annotations = map[string]any{}
-	}
-	annotations[key] = value
-	metadata["annotations"] = annotations
-	obj["metadata"] = metadata
-	return json.Marshal(obj)
+	h.Cache = cache
+	return h, nil
 }
 
-// annotationOf returns metadata.annotations[key] of the JSON object raw.
-func annotationOf(raw []byte, key string) string {
-	var obj struct {
-		Metadata struct {
-			Annotations map[string]string `json:"annotations"`
-		} `json:"metadata"`
+// enqueue asks for a reconcile of root, whose replica read an object that
+// changed.
+func (h *hubTemplates) enqueue(ctx context.Context, root types.NamespacedName) {
+	select {
+	case h.requests <- event.TypedGenericEvent[types.NamespacedName]{Object: root}:
+	case <-ctx.Done():
 	}
-	_ = json.Unmarshal(raw, &obj) // Note: anything undecodable has no annotation
-	return obj.Metadata.Annotations[key]
 }
 
-// templateError is a failed resolution. Its message is the library's,
-// unless the template read a Secret before failing: then what the failing
-// function or action said, which may quote the value, is withheld.
-type templateError struct {
-	err       error
-	sensitive bool
+// requestSource is the controller's source of the roots whose replicas
+// read an object that changed.
+func (h *hubTemplates) requestSource() source.TypedSource[reconcile.Request] {
+	return source.Channel(h.requests, handler.TypedFuncs[types.NamespacedName, reconcile.Request]{
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[types.NamespacedName], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			q.Add(reconcile.Request{NamespacedName: e.Object})
+		},
+	})
 }
 
-func (e *templateError) Error() string {
-	if !e.sensitive {
-		return e.err.Error()
+// resolve is hubtemplates.Cache.Resolve.
+func (h *hubTemplates) resolve(ctx context.Context, root hubtemplates.Root, desired, existing *policyv1.Policy) hubtemplates.Result {
+	if h == nil {
+		return hubtemplates.Result{}
 	}
-	return withheld(e.err.Error())
+	return h.Resolve(ctx, root, desired, existing)
 }
 
-func (e *templateError) Unwrap() error { return e.err }
-
-// withheldNote replaces what a failure after reading a Secret said.
-const withheldNote = "the error is withheld because the template read a Secret"
-
-// withheld keeps of a Go template execution error its position and action
-// ("template: tmpl:3:14: executing "tmpl" at <fromJson ...>"), both from the
-// template as written, and the name of the function that failed, and drops
-// the rest, which can quote values.
-func withheld(msg string) string {
-	_, rest, ok := strings.Cut(msg, " at <")
-	end := strings.Index(rest, ">: ")
-	if !ok || end < 0 {
-		return "failed to resolve the template: " + withheldNote
+// retain is hubtemplates.Cache.Retain.
+func (h *hubTemplates) retain(ctx context.Context, replicaName string, keep sets.Set[string]) {
+	if h == nil {
+		return
 	}
-	kept := msg[:len(msg)-len(rest)+end+1]
-	after := rest[end+len(">: "):]
-	if fn, ok := strings.CutPrefix(after, "error calling "); ok {
-		name, _, _ := strings.Cut(fn, ":")
-		kept += ": error calling " + name
-	}
-	return kept + ": " + withheldNote
-}
-
-// transientError is a failure of the hub rather than of the template
-// (reading the key, a query batch): it is retried with backoff and never
-// written into a replica.
-type transientError struct{ err error }
-
-func (e *transientError) Error() string { return e.err.Error() }
-
-func (e *transientError) Unwrap() error { return e.err }
-
-// isTransient reports whether err may go away by itself: OCM's retryable
-// errors (a missing API resource, the API server failing or busy, a watch
-// stopping) and the hub's own.
-func isTransient(err error) bool {
-	var te *transientError
-	return errors.As(err, &te) ||
-		errors.Is(err, templates.ErrMissingAPIResource) ||
-		errors.Is(err, depclient.ErrWatchStopping) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) ||
-		apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsTooManyRequests(err)
+	h.Retain(ctx, replicaName, keep)
 }

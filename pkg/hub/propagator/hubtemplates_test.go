@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -19,13 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
+	"github.com/canopy-policy/canopy/pkg/hubtemplates"
 	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
 func TestHubTemplatesResolvePerCluster(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	create(t, configMap(ns, "values", map[string]string{"cluster-a-region": "eu-west-1", "cluster-b-region": "us-east-2", "shared": "x"}))
 	root := templatePolicy(ns, "settings", map[string]string{
 		"cluster":  `{{hub .ManagedClusterName hub}}`,
@@ -58,7 +58,7 @@ func TestHubTemplatesResolvePerCluster(t *testing.T) {
 // written; the replicas of the other clusters and of another root that
 // reads other objects are neither resolved nor written.
 func TestHubTemplatesChangeReResolvesOnlyReaders(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	for _, c := range clusters {
 		create(t, configMap(ns, "values-"+c, map[string]string{"region": "r-" + c}))
 	}
@@ -78,7 +78,7 @@ func TestHubTemplatesChangeReResolvesOnlyReaders(t *testing.T) {
 	expectCondition(t, ns, "reader", propagator.ReasonPropagated)
 	expectCondition(t, ns, "bystander", propagator.ReasonPropagated)
 	readerBefore, bystanderBefore := resolutions(ns, "reader"), resolutions(ns, "bystander")
-	mark := hub.writes.Mark()
+	mark := runningHub.writes.Mark()
 
 	cm := configMap(ns, "values-cluster-b", nil)
 	update(t, cm, func(cm *corev1.ConfigMap) { cm.Data["region"] = "changed" })
@@ -90,14 +90,14 @@ func TestHubTemplatesChangeReResolvesOnlyReaders(t *testing.T) {
 		g.Expect(resolutions(ns, "reader")-readerBefore).To(Equal(1.0), "resolutions of reader")
 		g.Expect(resolutions(ns, "bystander")-bystanderBefore).To(BeZero(), "resolutions of bystander")
 	}, "2s").Should(Succeed())
-	g.Expect(hub.writes.Matching(mark, "/policies/")).To(ConsistOf(
+	g.Expect(runningHub.writes.Matching(mark, "/policies/")).To(ConsistOf(
 		"PATCH /apis/policy.open-cluster-management.io/v1/namespaces/cluster-b/policies/" + ns + ".reader"))
-	g.Expect(hub.writes.Matching(mark, ns)).To(HaveLen(1), "no other write about this test's objects")
+	g.Expect(runningHub.writes.Matching(mark, ns)).To(HaveLen(1), "no other write about this test's objects")
 }
 
 func TestHubTemplatesForbiddenLookup(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
-	other := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
+	other := newNamespace(t)
 	const hidden = "value-from-another-namespace"
 	create(t, configMap(other, "elsewhere", map[string]string{"k": hidden}))
 	root := templatePolicy(ns, "refused", map[string]string{
@@ -136,7 +136,7 @@ func TestHubTemplatesForbiddenLookup(t *testing.T) {
 }
 
 func TestHubTemplatesMissingObjectResolvesWhenCreated(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	placeOn(t, ns, "pl", "cluster-a")
 	create(t, templatePolicy(ns, "waits", map[string]string{"k": `{{hub fromConfigMap "" "later" "k" hub}}`}),
 		newBinding(ns, "pb", "pl", policySubject("waits")))
@@ -150,8 +150,8 @@ func TestHubTemplatesMissingObjectResolvesWhenCreated(t *testing.T) {
 }
 
 func TestHubTemplatesServiceAccount(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
-	readable, unreadable := testenv.Namespace(t, env.Hub.Client), testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
+	readable, unreadable := newNamespace(t), newNamespace(t)
 	create(t, configMap(readable, "cm", map[string]string{"k": "lent"}), configMap(unreadable, "cm", map[string]string{"k": "kept-out-of-reach"}),
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"}})
 	grantRead(t, readable, ns, "reader")
@@ -207,7 +207,7 @@ func TestHubTemplatesServiceAccount(t *testing.T) {
 }
 
 func TestHubTemplatesProtect(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	const password = "correct-horse-battery-staple"
 	encoded := base64.StdEncoding.EncodeToString([]byte(password))
 	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "creds"}, Data: map[string][]byte{"password": []byte(password)}})
@@ -243,13 +243,13 @@ func TestHubTemplatesProtect(t *testing.T) {
 
 	t.Run("the IV and values stay when the replica is resolved again", func(t *testing.T) {
 		g := NewWithT(t)
-		mark := hub.writes.Mark()
+		mark := runningHub.writes.Mark()
 		before := resolutions(ns, "protected")
 		update(t, &policyv1.Policy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "protected"}}, func(p *policyv1.Policy) {
 			p.Annotations = map[string]string{templating.TriggerUpdateAnnotation: "1"}
 		})
 		g.Eventually(func() float64 { return resolutions(ns, "protected") - before }).Should(Equal(1.0))
-		g.Consistently(func() []string { return hub.writes.Matching(mark, "/policies/"+ns+".protected") }, "1s").Should(BeEmpty())
+		g.Consistently(func() []string { return runningHub.writes.Matching(mark, "/policies/"+ns+".protected") }, "1s").Should(BeEmpty())
 		again := getReplica(g, t.Context(), "cluster-b", ns, "protected")
 		g.Expect(again.Annotations).To(HaveKeyWithValue(templating.IVAnnotation, iv))
 		g.Expect(again.Annotations).NotTo(HaveKey(templating.TriggerUpdateAnnotation))
@@ -257,7 +257,7 @@ func TestHubTemplatesProtect(t *testing.T) {
 }
 
 func TestHubTemplatesTriggerUpdate(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	placeOn(t, ns, "pl", clusters...)
 	root := templatePolicy(ns, "pol", map[string]string{"cluster": `{{hub .ManagedClusterName hub}}`})
 	create(t, root, newBinding(ns, "pb", "pl", policySubject("pol")))
@@ -411,10 +411,10 @@ func expectNowhere(t *testing.T, ns, name string, values ...string) {
 }
 
 // TestResolveHubTemplates resolves a root's hub templates for one cluster
-// as kubectl canopy plan does: as the hub resolves them, writing nothing.
+// as kubectl canopy plan does (hubtemplates.ResolveReplica): as the hub resolves them, writing nothing.
 func TestResolveHubTemplates(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
-	readable := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
+	readable := newNamespace(t)
 	create(t, configMap(ns, "values", map[string]string{"cluster-a": "a-value"}), configMap(readable, "cm", map[string]string{"k": "lent"}),
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"}})
 	grantRead(t, readable, ns, "reader")
@@ -433,44 +433,36 @@ func TestResolveHubTemplates(t *testing.T) {
 	}).Should(Succeed())
 
 	cfg, writes := countingConfig()
-	planned, err := propagator.ResolveHubTemplates(t.Context(), cfg, getPolicy(g, t.Context(), ns, "planned"), "cluster-a")
+	planned, err := hubtemplates.ResolveReplica(t.Context(), cfg, getPolicy(g, t.Context(), ns, "planned"), "cluster-a")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(planned.Spec.PolicyTemplates).To(Equal(onHub.Spec.PolicyTemplates), "as the hub resolves them")
 
 	protected := templatePolicy(ns, "protected", map[string]string{"v": `{{hub "words" | protect hub}}`})
-	planned, err = propagator.ResolveHubTemplates(t.Context(), cfg, protected, "cluster-a")
+	planned, err = hubtemplates.ResolveReplica(t.Context(), cfg, protected, "cluster-a")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(parseTemplate(g, planned.Spec.PolicyTemplates[0].ObjectDefinition.Raw).data).To(HaveKeyWithValue("v", HavePrefix("$ocm_encrypted:")))
 
 	refused := templatePolicy(ns, "refused", map[string]string{"k": `{{hub fromConfigMap "` + readable + `" "cm" "k" hub}}`})
-	planned, err = propagator.ResolveHubTemplates(t.Context(), cfg, refused, "cluster-a")
+	planned, err = hubtemplates.ResolveReplica(t.Context(), cfg, refused, "cluster-a")
 	g.Expect(err).To(MatchError(ContainSubstring("policy template 0: ")))
 	g.Expect(err).To(MatchError(ContainSubstring("the namespace argument is restricted to " + ns)))
 	g.Expect(parseTemplate(g, planned.Spec.PolicyTemplates[0].ObjectDefinition.Raw).annotations).To(HaveKey(templating.HubTemplatesErrorAnnotation))
 
 	lent := refused.DeepCopy()
 	lent.Spec.HubTemplateOptions = &policyv1.HubTemplateOptions{ServiceAccountName: "reader"}
-	planned, err = propagator.ResolveHubTemplates(t.Context(), cfg, lent, "cluster-a")
+	planned, err = hubtemplates.ResolveReplica(t.Context(), cfg, lent, "cluster-a")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(parseTemplate(g, planned.Spec.PolicyTemplates[0].ObjectDefinition.Raw).data).To(HaveKeyWithValue("k", "lent"))
 
 	lent.Spec.HubTemplateOptions.ServiceAccountName = "absent"
-	_, err = propagator.ResolveHubTemplates(t.Context(), cfg, lent, "cluster-a")
+	_, err = hubtemplates.ResolveReplica(t.Context(), cfg, lent, "cluster-a")
 	g.Expect(err).To(MatchError(ContainSubstring("the service account in hubTemplateOptions.serviceAccountName (" + ns + "/absent) does not exist")))
 	g.Expect(writes.Mark()).To(BeZero(), "writes of ResolveHubTemplates")
 }
 
-// countingConfig is the hub's configuration with a log of its writes.
-func countingConfig() (*rest.Config, *writeLog) {
-	writes := &writeLog{}
-	cfg := rest.CopyConfig(env.Hub.Config)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			writes.record(req)
-			return rt.RoundTrip(req)
-		})
-	}
-	return cfg, writes
+// countingConfig is the hub's configuration with a record of its writes.
+func countingConfig() (*rest.Config, *controlplane.Writes) {
+	return controlplane.RecordWrites(env.Hub.Config)
 }
 
 // TestHubTemplatesWithGeneratedRBAC runs the hub controllers as a user
@@ -478,7 +470,7 @@ func countingConfig() (*rest.Config, *writeLog) {
 // templates read the ManagedCluster and objects of the root's namespace,
 // create a cluster's encryption key and use a ServiceAccount's token.
 func TestHubTemplatesWithGeneratedRBAC(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	create(t, configMap(ns, "values", map[string]string{"k": "v"}),
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "reader"}})
 	grantRead(t, ns, ns, "reader")

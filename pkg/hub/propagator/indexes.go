@@ -12,6 +12,7 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+	"github.com/canopy-policy/canopy/pkg/replica"
 )
 
 // Cache indexes of the propagator.
@@ -51,11 +52,11 @@ func indexRootPolicy(obj client.Object) []string {
 
 func indexPolicySetDependencies(obj client.Object) []string {
 	p, ok := obj.(*policyv1.Policy)
-	if !ok || IsReplica(p) {
+	if !ok || replica.IsReplica(p) {
 		return nil
 	}
 	var out []string
-	for _, key := range PolicySetDependencies(p) {
+	for _, key := range replica.PolicySetDependencies(p) {
 		out = append(out, key.String())
 	}
 	return out
@@ -71,7 +72,7 @@ func indexPlacement(obj client.Object) []string {
 
 // replicaToRoot maps a replica to its root policy.
 func replicaToRoot(_ context.Context, obj client.Object) []reconcile.Request {
-	key, ok := RootOf(obj.GetLabels()[policyv1.RootPolicyLabel])
+	key, ok := replica.RootOf(obj.GetLabels()[policyv1.RootPolicyLabel])
 	if !ok {
 		return nil
 	}

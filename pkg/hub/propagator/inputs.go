@@ -14,6 +14,7 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+	"github.com/canopy-policy/canopy/pkg/replica"
 )
 
 // placementInputs gathers from the cache what ResolvePlacement reads: the
@@ -79,9 +80,9 @@ func (r *Reconciler) readPlacement(ctx context.Context, namespace, name string, 
 
 // policySetMembers reads the members of the PolicySets root depends on.
 // PolicySets that do not exist are left out.
-func (r *Reconciler) policySetMembers(ctx context.Context, root *policyv1.Policy) (PolicySetMembers, error) {
-	members := PolicySetMembers{}
-	for _, key := range PolicySetDependencies(root) {
+func (r *Reconciler) policySetMembers(ctx context.Context, root *policyv1.Policy) (replica.PolicySetMembers, error) {
+	members := replica.PolicySetMembers{}
+	for _, key := range replica.PolicySetDependencies(root) {
 		set := &policyv1beta1.PolicySet{}
 		if err := r.Client.Get(ctx, key, set); err != nil {
 			if apierrors.IsNotFound(err) {

@@ -10,20 +10,15 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+	"github.com/canopy-policy/canopy/pkg/replica"
 )
 
 // placementKind is the only placementRef kind that selects clusters.
 const placementKind = "Placement"
 
 // Cluster is a managed cluster selected for a root policy, with the
-// overrides its replica gets.
-type Cluster struct {
-	// Name is the managed cluster's name; its hub namespace has the same name.
-	Name string
-	// Enforce is true when a binding selecting the cluster overrides the
-	// remediationAction to enforce.
-	Enforce bool
-}
+// overrides its replica gets: what replica.Build takes.
+type Cluster = replica.Cluster
 
 // PlacementInputs is what placement resolution reads: the root policy and
 // the objects of its namespace that may bind it.

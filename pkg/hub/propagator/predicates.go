@@ -6,6 +6,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/canopy-policy/canopy/pkg/replica"
 )
 
 // specOrMetadataChanged passes creations, deletions and updates of the spec
@@ -48,4 +50,4 @@ var existenceChanged = predicate.Funcs{
 
 func isRoot(obj client.Object) bool { return !isReplicaObject(obj) }
 
-func isReplicaObject(obj client.Object) bool { return IsReplica(obj) }
+func isReplicaObject(obj client.Object) bool { return replica.IsReplica(obj) }

@@ -11,29 +11,29 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
-	"github.com/canopy-policy/canopy/internal/testenv"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
 	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
+	"github.com/canopy-policy/canopy/pkg/replica"
 )
 
 // TestZeroWritesAcrossRestart proves that a steady hub makes no writes
 // when its controllers restart: it counts the requests other than GET that
 // the controllers send once every root and set has been reconciled again.
 func TestZeroWritesAcrossRestart(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	buildSteadyHub(t, ns)
 	buildSteadyTemplates(t, ns)
 
 	var mark int
 	var before controllerMetrics
 	restart(t, func() {
-		mark = hub.writes.Mark()
+		mark = runningHub.writes.Mark()
 		before = readControllerMetrics()
 	})
 	waitUntilIdle(t, before)
 
 	var writes []string
-	for _, w := range hub.writes.Matching(mark, ns) {
+	for _, w := range runningHub.writes.Matching(mark, ns) {
 		// Note: a token for the ServiceAccount of hubTemplateOptions is asked
 		// for once per start; the API server stores nothing.
 		if !strings.HasSuffix(w, "/serviceaccounts/reader/token") {
@@ -41,7 +41,7 @@ func TestZeroWritesAcrossRestart(t *testing.T) {
 		}
 	}
 	NewWithT(t).Expect(writes).To(BeEmpty(), "writes after the restart")
-	if others, _ := hub.writes.Since(mark); len(others) > 0 {
+	if others, _ := runningHub.writes.Since(mark); len(others) > 0 {
 		t.Logf("writes to objects of other tests after the restart: %q", others)
 	}
 }
@@ -159,7 +159,7 @@ func waitUntilIdle(t *testing.T, before controllerMetrics) {
 	g.Expect(env.Hub.Client.List(t.Context(), policies)).To(Succeed())
 	roots := 0
 	for i := range policies.Items {
-		if !propagator.IsReplica(&policies.Items[i]) {
+		if !replica.IsReplica(&policies.Items[i]) {
 			roots++
 		}
 	}

@@ -3,94 +3,75 @@ package propagator_test
 import (
 	"context"
 	"errors"
-	"flag"
-	"fmt"
-	"net/http"
-	"os"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/cmdutil"
-	"github.com/canopy-policy/canopy/internal/scheme"
+	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/pkg/hub/propagator"
-	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
+	"github.com/canopy-policy/canopy/pkg/hub"
 )
 
 // clusters are registered on the hub as names only: the propagator never
 // talks to managed clusters.
 var clusters = []string{"cluster-a", "cluster-b", "cluster-c"}
 
+// suite is a hub, without managed clusters, running the hub's controllers
+// as cmd/hub does (pkg/hub).
+var suite = &testenv.Suite{Options: testenv.Options{ManagedClusters: []string{}}, Start: startHub}
+
+// env and runningHub are the suite's, set when it starts: every test starts it
+// first, with newNamespace or suite.Get.
 var (
-	env *testenv.Env
-	hub *testHub
+	env        *testenv.Env
+	runningHub *testHub
 )
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	os.Exit(runSuite(m))
-}
-
-func runSuite(m *testing.M) int {
-	logger := logr.Discard()
-	if testing.Verbose() {
-		logger = zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true))
-	}
-	ctrl.SetLogger(logger)
 	SetDefaultEventuallyTimeout(30 * time.Second)
 	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	suite.Main(m)
+}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+// newNamespace starts the suite if it is not running and returns a new
+// namespace on the hub for t.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	return controlplane.Namespace(t, suite.Get(t).Hub.Client)
+}
+
+func startHub(e *testenv.Env) (func() error, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var err error
-	if env, err = testenv.Start(ctx, testenv.Options{ManagedClusters: []string{}}); err != nil {
-		fmt.Fprintln(os.Stderr, "starting the hub:", err)
-		return 1
+	if err := prepareHub(ctx, e); err != nil {
+		return nil, err
 	}
-	defer func() { _ = env.Stop() }()
-	if err := prepareHub(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "preparing the hub:", err)
-		return 1
+	env, runningHub = e, newTestHub(e.Hub.Config)
+	if err := runningHub.Start(); err != nil {
+		return nil, err
 	}
-	hub = newTestHub(env.Hub.Config)
-	if err := hub.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "starting the hub controllers:", err)
-		return 1
-	}
-	defer func() { _ = hub.Stop() }()
-	return m.Run()
+	return runningHub.Stop, nil
 }
 
 // prepareHub registers the managed clusters and relaxes the PlacementBinding
 // schema as an older hub's would be, so that tests can create subjects of
 // unknown kinds.
-func prepareHub(ctx context.Context) error {
+func prepareHub(ctx context.Context, e *testenv.Env) error {
 	for _, c := range clusters {
-		if _, err := env.RegisterCluster(ctx, c); err != nil {
+		if _, err := e.RegisterCluster(ctx, c); err != nil {
 			return err
 		}
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := env.Hub.Client.Get(ctx, client.ObjectKey{Name: "placementbindings.policy.open-cluster-management.io"}, crd); err != nil {
+	if err := e.Hub.Client.Get(ctx, client.ObjectKey{Name: "placementbindings.policy.open-cluster-management.io"}, crd); err != nil {
 		return err
 	}
 	subject := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["subjects"].Items.Schema
@@ -99,66 +80,39 @@ func prepareHub(ctx context.Context) error {
 		p.Enum = nil
 		subject.Properties[field] = p
 	}
-	return env.Hub.Client.Update(ctx, crd)
+	return e.Hub.Client.Update(ctx, crd)
 }
 
 // testHub runs the hub's controllers in the test process, as cmd/hub wires
-// them, and records every write they send to the API server.
+// them (pkg/hub), and records every write they send to the API server.
 type testHub struct {
 	cfg    *rest.Config
-	writes *writeLog
+	writes *controlplane.Writes
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan error
+	mu   sync.Mutex
+	stop func() error // nil while stopped
 }
 
 func newTestHub(cfg *rest.Config) *testHub {
-	h := &testHub{cfg: rest.CopyConfig(cfg), writes: &writeLog{}}
-	h.cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			h.writes.record(req)
-			return rt.RoundTrip(req)
-		})
-	}
-	return h
+	cfg, writes := controlplane.RecordWrites(cfg)
+	return &testHub{cfg: cfg, writes: writes}
 }
 
 // Start starts a new manager with the hub controllers.
 func (h *testHub) Start() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.cancel != nil {
+	if h.stop != nil {
 		return errors.New("the hub controllers are already running")
 	}
-	mgr, err := cmdutil.NewManager(h.cfg, manager.Options{
-		Scheme: scheme.New(),
-		Cache: cache.Options{
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject:         map[client.Object]cache.ByObject{&policyv1.Policy{}: {Transform: propagator.TrimPolicy}},
-		},
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)}, // restarted in one process
+	opts := hub.Options{}
+	stop, err := controlplane.StartManager(h.cfg, hub.ManagerOptions(opts), func(mgr ctrl.Manager) error {
+		return hub.Setup(context.Background(), mgr, opts)
 	})
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	for _, c := range []interface {
-		SetupWithManager(context.Context, ctrl.Manager) error
-	}{
-		&propagator.Reconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("canopy-propagator"), MaxConcurrentReconciles: 2},
-		&rootstatus.Reconciler{Client: mgr.GetClient(), MaxConcurrentReconciles: 2},
-		&rootstatus.PolicySetReconciler{Client: mgr.GetClient()},
-	} {
-		if err := c.SetupWithManager(ctx, mgr); err != nil {
-			cancel()
-			return err
-		}
-	}
-	h.cancel, h.done = cancel, make(chan error, 1)
-	go func() { h.done <- mgr.Start(ctx) }()
+	h.stop = stop
 	return nil
 }
 
@@ -166,12 +120,11 @@ func (h *testHub) Start() error {
 func (h *testHub) Stop() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.cancel == nil {
+	if h.stop == nil {
 		return nil
 	}
-	h.cancel()
-	err := <-h.done
-	h.cancel, h.done = nil, nil
+	err := h.stop()
+	h.stop = nil
 	return err
 }
 
@@ -179,63 +132,10 @@ func (h *testHub) Stop() error {
 func restart(t *testing.T, while func()) {
 	t.Helper()
 	g := NewWithT(t)
-	g.Expect(hub.Stop()).To(Succeed())
-	defer func() { g.Expect(hub.Start()).To(Succeed()) }()
+	g.Expect(runningHub.Stop()).To(Succeed())
+	defer func() { g.Expect(runningHub.Start()).To(Succeed()) }()
 	while()
 }
-
-// writeLog records the writes (every verb but GET) sent to the API server.
-type writeLog struct {
-	mu      sync.Mutex
-	entries []string
-}
-
-func (w *writeLog) record(req *http.Request) {
-	if req.Method == http.MethodGet || req.Method == http.MethodHead {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.entries = append(w.entries, req.Method+" "+req.URL.Path)
-}
-
-// Since returns the writes recorded after mark, and a new mark.
-func (w *writeLog) Since(mark int) ([]string, int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.entries[mark:]), len(w.entries)
-}
-
-// Mark returns the current position of the log.
-func (w *writeLog) Mark() int {
-	_, m := w.Since(0)
-	return m
-}
-
-// Matching returns the writes after mark whose path contains every part.
-func (w *writeLog) Matching(mark int, parts ...string) []string {
-	all, _ := w.Since(mark)
-	var out []string
-	for _, e := range all {
-		if containsAll(e, parts) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-func containsAll(s string, parts []string) bool {
-	for _, p := range parts {
-		if !strings.Contains(s, p) {
-			return false
-		}
-	}
-	return true
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // metricValue returns the sum of the values of the series of a metric
 // whose labels include labels.

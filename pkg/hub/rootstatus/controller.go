@@ -12,12 +12,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/pkg/hub/propagator"
+	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
+	"github.com/canopy-policy/canopy/pkg/replica"
+	"github.com/canopy-policy/canopy/pkg/statuspatch"
 )
 
 // ControllerName names the root status controller in logs and metrics.
@@ -42,7 +43,7 @@ type Reconciler struct {
 	// written in one update; zero means DefaultCoalesceWindow.
 	CoalesceWindow time.Duration
 	// MaxConcurrentReconciles is how many roots are reconciled at once;
-	// zero means one.
+	// zero means controllerdefaults.HubConcurrency.
 	MaxConcurrentReconciles int
 }
 
@@ -56,7 +57,7 @@ func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error
 		Named(ControllerName).
 		For(&policyv1.Policy{}, builder.WithPredicates(placementChanged)).
 		Watches(&policyv1.Policy{}, coalesce(window, replicaToRoot), builder.WithPredicates(replicaComplianceChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(controllerdefaults.HubOptions(r.MaxConcurrentReconciles)).
 		Complete(r)
 }
 
@@ -71,18 +72,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, fmt.Errorf("getting policy %s: %w", req.NamespacedName, err)
 	}
-	if propagator.IsReplica(root) {
+	if replica.IsReplica(root) {
 		return ctrl.Result{}, nil
 	}
-	orig := root.DeepCopy()
-	defer func() { // status is written once, here, whatever happens below
-		if equality.Semantic.DeepEqual(orig.Status, root.Status) {
-			return
-		}
-		if err := r.Client.Status().Patch(ctx, root, client.MergeFrom(orig)); err != nil {
-			retErr = kerrors.NewAggregate([]error{retErr, client.IgnoreNotFound(err)})
-		}
-	}()
+	status := statuspatch.Snapshot(r.Client, root, func(p *policyv1.Policy) any { return p.Status })
+	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
 	return ctrl.Result{}, r.reconcileNormal(ctx, root)
 }
 
@@ -103,7 +97,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, root *policyv1.Policy)
 // cluster; a missing replica is left out (unknown).
 func (r *Reconciler) replicaCompliance(ctx context.Context, root *policyv1.Policy, clusters []string) (map[string]policyv1.ComplianceState, error) {
 	out := make(map[string]policyv1.ComplianceState, len(clusters))
-	name := propagator.ReplicaName(root)
+	name := replica.Name(root)
 	var errs []error
 	for _, c := range clusters {
 		replica := &policyv1.Policy{}
@@ -125,7 +119,7 @@ func (r *Reconciler) replicaCompliance(ctx context.Context, root *policyv1.Polic
 // propagator changes their status.placement, and when their status.status
 // or status.compliant changes (so that another writer is corrected).
 var placementChanged = predicate.And(
-	predicate.NewPredicateFuncs(func(o client.Object) bool { return !propagator.IsReplica(o) }),
+	predicate.NewPredicateFuncs(func(o client.Object) bool { return !replica.IsReplica(o) }),
 	predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		oldP, okOld := e.ObjectOld.(*policyv1.Policy)
 		newP, okNew := e.ObjectNew.(*policyv1.Policy)
@@ -138,7 +132,7 @@ var placementChanged = predicate.And(
 // replicaComplianceChanged passes replicas when they appear or go, and
 // when their compliance or labels change.
 var replicaComplianceChanged = predicate.And(
-	predicate.NewPredicateFuncs(func(o client.Object) bool { return propagator.IsReplica(o) }),
+	predicate.NewPredicateFuncs(func(o client.Object) bool { return replica.IsReplica(o) }),
 	predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		oldP, okOld := e.ObjectOld.(*policyv1.Policy)
 		newP, okNew := e.ObjectNew.(*policyv1.Policy)

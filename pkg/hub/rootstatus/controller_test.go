@@ -14,7 +14,6 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
-	"github.com/canopy-policy/canopy/internal/testenv"
 )
 
 // createRoot creates a root policy and writes its status.placement as the
@@ -81,7 +80,7 @@ func entry(cluster string, state policyv1.ComplianceState) policyv1.CompliancePe
 }
 
 func TestRootStatusFollowsReplicas(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	root := createRoot(t, ns, "pol", "", "cluster-a", "cluster-b")
 	g := NewWithT(t)
 	g.Eventually(rootStatus(t, root)).Should(And(
@@ -119,7 +118,7 @@ func TestRootStatusFollowsReplicas(t *testing.T) {
 // being that root's replica (here, it names another root) never lends the
 // root its status.
 func TestSquatterIgnored(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	root := createRoot(t, ns, "pol", "", "cluster-a", "cluster-b")
 	squatter := &policyv1.Policy{
 		ObjectMeta: metav1.ObjectMeta{Name: ns + ".pol", Namespace: "cluster-a",
@@ -139,7 +138,7 @@ func TestSquatterIgnored(t *testing.T) {
 // TestReplicaBurstCoalesced checks that a burst of replica status updates
 // is written to the root in one update.
 func TestReplicaBurstCoalesced(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	var burst []string
 	for i := range 10 {
 		name := fmt.Sprintf("burst-%d", i)
@@ -169,7 +168,7 @@ func TestReplicaBurstCoalesced(t *testing.T) {
 }
 
 func TestPolicySetStatus(t *testing.T) {
-	ns := testenv.Namespace(t, env.Hub.Client)
+	ns := newNamespace(t)
 	set := &policyv1beta1.PolicySet{ObjectMeta: metav1.ObjectMeta{Name: "set", Namespace: ns}}
 	set.Spec.Policies = []policyv1.NonEmptyString{"ok", "waiting", "off", "absent"}
 	g := NewWithT(t)

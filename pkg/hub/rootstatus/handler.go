@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/pkg/hub/propagator"
+	"github.com/canopy-policy/canopy/pkg/replica"
 )
 
 // coalesce is handler.EnqueueRequestsFromMapFunc, except that requests are
@@ -56,7 +56,7 @@ func (h *coalescingHandler) add(ctx context.Context, q queue, obj client.Object)
 
 // replicaToRoot maps a replica to its root policy.
 func replicaToRoot(_ context.Context, obj client.Object) []reconcile.Request {
-	key, ok := propagator.RootOf(obj.GetLabels()[policyv1.RootPolicyLabel])
+	key, ok := replica.RootOf(obj.GetLabels()[policyv1.RootPolicyLabel])
 	if !ok {
 		return nil
 	}

@@ -8,11 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -20,7 +18,9 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
-	"github.com/canopy-policy/canopy/pkg/hub/propagator"
+	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
+	"github.com/canopy-policy/canopy/pkg/replica"
+	"github.com/canopy-policy/canopy/pkg/statuspatch"
 )
 
 // PolicySetControllerName names the PolicySet status controller.
@@ -40,7 +40,7 @@ type PolicySetReconciler struct {
 	// Client reads from the manager's cache and writes to the hub.
 	Client client.Client
 	// MaxConcurrentReconciles is how many sets are reconciled at once; zero
-	// means one.
+	// means controllerdefaults.HubConcurrency.
 	MaxConcurrentReconciles int
 }
 
@@ -54,7 +54,7 @@ func (r *PolicySetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Man
 		For(&policyv1beta1.PolicySet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&policyv1.Policy{}, handler.EnqueueRequestsFromMapFunc(r.policyToSets),
 			builder.WithPredicates(memberChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		WithOptions(controllerdefaults.HubOptions(r.MaxConcurrentReconciles)).
 		Complete(r)
 }
 
@@ -65,15 +65,8 @@ func (r *PolicySetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	orig := set.DeepCopy()
-	defer func() { // status is written once, here, whatever happens below
-		if equality.Semantic.DeepEqual(orig.Status, set.Status) {
-			return
-		}
-		if err := r.Client.Status().Patch(ctx, set, client.MergeFrom(orig)); err != nil {
-			retErr = kerrors.NewAggregate([]error{retErr, client.IgnoreNotFound(err)})
-		}
-	}()
+	status := statuspatch.Snapshot(r.Client, set, func(s *policyv1beta1.PolicySet) any { return s.Status })
+	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
 	members, err := r.members(ctx, set)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -128,7 +121,7 @@ func indexMembers(obj client.Object) []string {
 // memberChanged passes root policies when they appear or go, and when what
 // a set reads of them changes: spec.disabled and the root status.
 var memberChanged = predicate.And(
-	predicate.NewPredicateFuncs(func(o client.Object) bool { return !propagator.IsReplica(o) }),
+	predicate.NewPredicateFuncs(func(o client.Object) bool { return !replica.IsReplica(o) }),
 	predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		oldP, okOld := e.ObjectOld.(*policyv1.Policy)
 		newP, okNew := e.ObjectNew.(*policyv1.Policy)

@@ -10,6 +10,7 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+	"github.com/canopy-policy/canopy/pkg/compliance"
 )
 
 // AllReporting is the PolicySet statusMessage when every member reports a
@@ -33,8 +34,8 @@ func SelectedClusters(placements []policyv1.Placement) []string {
 
 // ClusterStatuses returns a root policy's status.status: one entry per
 // selected cluster, in the order of clusters, with the compliance of the
-// cluster's replica (absent from compliance: unknown).
-func ClusterStatuses(clusters []string, compliance map[string]policyv1.ComplianceState) []policyv1.CompliancePerClusterStatus {
+// cluster's replica (absent from states: unknown).
+func ClusterStatuses(clusters []string, states map[string]policyv1.ComplianceState) []policyv1.CompliancePerClusterStatus {
 	if len(clusters) == 0 {
 		return nil
 	}
@@ -43,47 +44,10 @@ func ClusterStatuses(clusters []string, compliance map[string]policyv1.Complianc
 		out = append(out, policyv1.CompliancePerClusterStatus{
 			ClusterName:      c,
 			ClusterNamespace: c,
-			ComplianceState:  Known(compliance[c]),
+			ComplianceState:  compliance.Known(states[c]),
 		})
 	}
 	return out
-}
-
-// Known returns s when it is a compliance a root reports (Compliant,
-// NonCompliant or Pending), and "" (unknown) otherwise.
-func Known(s policyv1.ComplianceState) policyv1.ComplianceState {
-	switch s {
-	case policyv1.Compliant, policyv1.NonCompliant, policyv1.Pending:
-		return s
-	}
-	return ""
-}
-
-// Aggregate combines compliances: NonCompliant wins over Pending, which
-// wins over unknown (""), which wins over Compliant. No compliance at all
-// is unknown.
-func Aggregate(states ...policyv1.ComplianceState) policyv1.ComplianceState {
-	if len(states) == 0 {
-		return ""
-	}
-	rank := func(s policyv1.ComplianceState) int {
-		switch Known(s) {
-		case policyv1.NonCompliant:
-			return 3
-		case policyv1.Pending:
-			return 2
-		case "":
-			return 1
-		}
-		return 0
-	}
-	worst := policyv1.Compliant
-	for _, s := range states {
-		if rank(s) > rank(worst) {
-			worst = Known(s)
-		}
-	}
-	return worst
 }
 
 // RootCompliance is a root policy's status.compliant from its status.status.
@@ -92,7 +56,7 @@ func RootCompliance(statuses []policyv1.CompliancePerClusterStatus) policyv1.Com
 	for _, s := range statuses {
 		states = append(states, s.ComplianceState)
 	}
-	return Aggregate(states...)
+	return compliance.Aggregate(states...)
 }
 
 // SetStatus is the part of a PolicySet's status that PolicySetStatus computes.
@@ -136,7 +100,7 @@ func PolicySetStatus(set *policyv1beta1.PolicySet, members map[string]*policyv1.
 		}
 	}
 	st := SetStatus{StatusMessage: statusMessage(pending, disabled, unknown, missing)}
-	st.Compliant = Aggregate(states...)
+	st.Compliant = compliance.Aggregate(states...)
 	for _, binding := range slices.Sorted(maps.Keys(placements)) {
 		st.Placement = append(st.Placement, placements[binding])
 	}
@@ -161,7 +125,7 @@ func memberCompliance(set string, member *policyv1.Policy) policyv1.ComplianceSt
 	for _, c := range clusters {
 		states = append(states, byCluster[c])
 	}
-	return Aggregate(states...)
+	return compliance.Aggregate(states...)
 }
 
 func addSetPlacements(into map[string]policyv1beta1.PolicySetStatusPlacement, set string, member *policyv1.Policy) {

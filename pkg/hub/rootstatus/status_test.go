@@ -17,23 +17,6 @@ const (
 	unknown      = policyv1.ComplianceState("")
 )
 
-func TestAggregate(t *testing.T) {
-	for _, tc := range []struct {
-		in   []policyv1.ComplianceState
-		want policyv1.ComplianceState
-	}{
-		{nil, unknown},
-		{[]policyv1.ComplianceState{compliant}, compliant},
-		{[]policyv1.ComplianceState{compliant, compliant}, compliant},
-		{[]policyv1.ComplianceState{compliant, unknown}, unknown},
-		{[]policyv1.ComplianceState{unknown, pending, compliant}, pending},
-		{[]policyv1.ComplianceState{pending, nonCompliant, unknown}, nonCompliant},
-		{[]policyv1.ComplianceState{compliant, "Terminating"}, unknown},
-	} {
-		NewWithT(t).Expect(Aggregate(tc.in...)).To(Equal(tc.want), "%v", tc.in)
-	}
-}
-
 func placement(binding, set string, clusters ...string) policyv1.Placement {
 	p := policyv1.Placement{PlacementBinding: binding, Placement: "pl-" + binding, PolicySet: set}
 	for _, c := range clusters {

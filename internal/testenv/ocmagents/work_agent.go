@@ -1,0 +1,171 @@
+package ocmagents
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"text/template"
+	"time"
+
+	"github.com/openshift/library-go/pkg/controller/controllercmd"
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	ocmfeature "open-cluster-management.io/api/feature"
+	workv1 "open-cluster-management.io/api/work/v1"
+	"open-cluster-management.io/ocm/pkg/common/options"
+	"open-cluster-management.io/ocm/pkg/features"
+	registrationmanifests "open-cluster-management.io/ocm/pkg/registration/hub/manifests"
+	workspoke "open-cluster-management.io/ocm/pkg/work/spoke"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/canopy-policy/canopy/internal/controlplane"
+	"github.com/canopy-policy/canopy/internal/testenv"
+)
+
+// workRBACFiles are the hub RBAC that OCM's registration controller gives
+// every accepted cluster's work agent: a ClusterRole for ManifestWorks and
+// events, bound in the cluster namespace to the cluster's agent group.
+var workRBACFiles = []string{
+	"rbac/managedcluster-work-clusterrole.yaml",
+	"rbac/managedcluster-work-rolebinding.yaml",
+}
+
+// AddonNamespace is the namespace the klusterlet creates on every managed
+// cluster for addon agents (OCM's DefaultAddonNamespace); StartWorkAgent
+// creates it too.
+const AddonNamespace = "open-cluster-management-agent-addon"
+
+// registerWorkFeatures registers the work agent's feature gates, as OCM's
+// work agent command does; its controllers read them.
+var registerWorkFeatures = sync.OnceValue(func() error {
+	return features.SpokeMutableFeatureGate.Add(ocmfeature.DefaultSpokeWorkFeatureGates)
+})
+
+// WorkAgentUser returns the hub user of the work agent of cluster, as OCM
+// registration names its agents (the work agent shares the klusterlet's
+// hub identity on a real hub).
+func WorkAgentUser(cluster string) string {
+	return fmt.Sprintf("system:open-cluster-management:%s:work-agent", cluster)
+}
+
+// workAgentGroups are the hub groups OCM registration gives the agents of
+// cluster.
+func workAgentGroups(cluster string) []string {
+	return []string{"system:open-cluster-management:" + cluster, "system:open-cluster-management:managed-clusters"}
+}
+
+// StartWorkAgent runs OCM's work agent for the managed cluster mc of env
+// until env.Stop: it applies the ManifestWorks of the hub's cluster namespace
+// to mc, and reports their status, as the klusterlet's work agent does. Its
+// hub identity is a client certificate in the groups OCM registration gives
+// the cluster's agents, with the RBAC OCM gives them (kubeconfig:
+// env.Dir/<name>-work-hub.kubeconfig). Like the klusterlet, it creates
+// AddonNamespace on mc.
+func StartWorkAgent(ctx context.Context, env *testenv.Env, mc *testenv.ManagedCluster) error {
+	if err := registerWorkFeatures(); err != nil {
+		return fmt.Errorf("registering the work agent's feature gates: %w", err)
+	}
+	addonNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AddonNamespace}}
+	if err := controlplane.CreateAll(ctx, mc.Client, []client.Object{addonNS}); err != nil {
+		return err
+	}
+	if err := ensureWorkRBAC(ctx, env.Hub.Client, mc.Name); err != nil {
+		return err
+	}
+	hubCfg, err := env.Hub.AddUser(WorkAgentUser(mc.Name), workAgentGroups(mc.Name)...)
+	if err != nil {
+		return fmt.Errorf("issuing the work agent identity of %s: %w", mc.Name, err)
+	}
+	if err := waitForWorkAccess(ctx, hubCfg, mc.Name); err != nil {
+		return fmt.Errorf("waiting for the work agent RBAC of %s: %w", mc.Name, err)
+	}
+	hubKubeconfig := filepath.Join(env.Dir, mc.Name+"-work-hub.kubeconfig")
+	if err := controlplane.WriteKubeconfig(hubKubeconfig, mc.Name+"-work-agent", hubCfg); err != nil {
+		return err
+	}
+	agentOpts := options.NewAgentOptions()
+	agentOpts.SpokeClusterName = mc.Name
+	agentOpts.HubQPS, agentOpts.HubBurst = 100, 200
+	workOpts := workspoke.NewWorkloadAgentOptions()
+	workOpts.WorkloadSourceConfig = hubKubeconfig
+	workOpts.StatusSyncInterval = time.Second // status is what tests wait on
+	agent := workspoke.NewWorkAgentConfig(agentOpts, workOpts)
+	controllerContext := &controllercmd.ControllerContext{KubeConfig: rest.CopyConfig(mc.Config)}
+	bctx, goRun := env.Background(ctx)
+	errs := make(chan error, 1)
+	goRun(func() { errs <- agent.RunWorkloadAgent(bctx, controllerContext) })
+	select { // Note: RunWorkloadAgent returns early only when it fails to start
+	case err := <-errs:
+		return fmt.Errorf("starting the work agent of %s: %w", mc.Name, err)
+	case <-time.After(100 * time.Millisecond):
+		return nil
+	}
+}
+
+// ensureWorkRBAC writes OCM registration's work RBAC for cluster, rendered
+// from the ocm module's own manifests.
+func ensureWorkRBAC(ctx context.Context, c client.Client, cluster string) error {
+	data := struct {
+		ManagedClusterName string
+		Labels             map[string]string
+	}{ManagedClusterName: cluster}
+	objs := []client.Object{&rbacv1.ClusterRole{}, &rbacv1.RoleBinding{}}
+	for i, file := range workRBACFiles {
+		raw, err := registrationmanifests.RBACManifests.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		tmpl, err := template.New(file).Parse(string(raw))
+		if err != nil {
+			return fmt.Errorf("parsing %s: %w", file, err)
+		}
+		var out bytes.Buffer
+		if err := tmpl.Execute(&out, data); err != nil {
+			return fmt.Errorf("rendering %s: %w", file, err)
+		}
+		if err := yaml.Unmarshal(out.Bytes(), objs[i]); err != nil {
+			return fmt.Errorf("parsing rendered %s: %w", file, err)
+		}
+		// Note: the finalizer is for OCM's registration controller, which
+		// does not run here; it would keep the binding forever.
+		objs[i].SetFinalizers(nil)
+	}
+	if err := controlplane.CreateAll(ctx, c, objs); err != nil {
+		return fmt.Errorf("writing the work agent RBAC of %s: %w", cluster, err)
+	}
+	return nil
+}
+
+// waitForWorkAccess waits until the RBAC authorizer grants the work agent
+// the ManifestWorks of its cluster namespace.
+func waitForWorkAccess(ctx context.Context, cfg *rest.Config, namespace string) error {
+	c, err := client.New(cfg, client.Options{Scheme: controlplane.Scheme()})
+	if err != nil {
+		return err
+	}
+	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := c.List(ctx, &workv1.ManifestWorkList{}, client.InNamespace(namespace), client.Limit(1))
+		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+}
+
+// StartWorkAgents starts the work agent of every managed cluster of env at
+// once (see StartWorkAgent).
+func StartWorkAgents(ctx context.Context, env *testenv.Env) error {
+	var g errgroup.Group
+	for _, mc := range env.Managed {
+		g.Go(func() error { return StartWorkAgent(ctx, env, mc) })
+	}
+	return g.Wait()
+}

@@ -1,0 +1,32 @@
+package syncer
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+)
+
+// TestOnlyTimeChangedOnFailure: a failed reconcile whose status only bumps
+// lastEvaluated skips the status patch; a success, or a real change, does
+// not.
+func TestOnlyTimeChangedOnFailure(t *testing.T) {
+	g := NewWithT(t)
+	boom := errors.New("boom")
+	orig := &hierarchyv1alpha1.HierarchyPolicy{}
+	orig.Status.ComplianceState = policyv1.Compliant
+	orig.Status.LastEvaluated = &metav1.Time{Time: time.Unix(1, 0)}
+	bumped := orig.DeepCopy()
+	bumped.Status.LastEvaluated = &metav1.Time{Time: time.Unix(2, 0)}
+	changed := bumped.DeepCopy()
+	changed.Status.ComplianceState = policyv1.NonCompliant
+
+	g.Expect(onlyTimeChangedOnFailure(orig, bumped, boom)).To(BeTrue())
+	g.Expect(onlyTimeChangedOnFailure(orig, bumped, nil)).To(BeFalse(), "a success writes the time")
+	g.Expect(onlyTimeChangedOnFailure(orig, changed, boom)).To(BeFalse(), "a real change is written")
+}

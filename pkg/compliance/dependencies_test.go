@@ -1,0 +1,140 @@
+package compliance
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	. "github.com/onsi/gomega"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+)
+
+func unmet(kind, name, reason string) UnmetDependency {
+	return UnmetDependency{DependencyRef: DependencyRef{Kind: kind, Name: name}, Reason: reason}
+}
+
+// TestPendingMessageText pins the bytes the agent writes: OCM tooling and
+// pkg/report read them.
+func TestPendingMessageText(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(PendingMessage([]UnmetDependency{unmet("Policy", "a", UnmetNotFound)}, false)).To(Equal(
+		"Dependencies were not satisfied: 1 are still pending (Policy a); Policy a: not found"))
+	g.Expect(PendingMessage([]UnmetDependency{
+		unmet("Policy", "a", UnmetMismatch(policyv1.Compliant, policyv1.NonCompliant)),
+		unmet("ConfigurationPolicy", "b", UnmetNoCompliance),
+	}, true)).To(Equal("Dependencies were not satisfied: 2 are still pending (Policy a, ConfigurationPolicy b) but ignorePending is true; " +
+		"Policy a: want Compliant got NonCompliant; ConfigurationPolicy b: no status.compliant"))
+	g.Expect(CycleMessage([]DependencyRef{{"Policy", "a"}, {"Policy", "b"}, {"Policy", "a"}})).To(Equal(
+		"dependency cycle: Policy a -> Policy b -> Policy a"))
+}
+
+// TestParsePendingReadsWhatPendingMessageWrites parses the messages the
+// agent writes, so that the two stay in step.
+func TestParsePendingReadsWhatPendingMessageWrites(t *testing.T) {
+	tests := []struct {
+		name          string
+		unmet         []UnmetDependency
+		ignorePending bool
+	}{
+		{name: "one policy, mismatch", unmet: []UnmetDependency{unmet("Policy", "policies.a", "want Compliant got NonCompliant")}},
+		{name: "every reason", unmet: []UnmetDependency{
+			unmet("ConfigurationPolicy", "b", UnmetNotFound),
+			unmet("Widget", "w", UnmetNoMapping),
+			unmet("Namespace", "prod", UnmetNoCompliance),
+		}},
+		{name: "ignorePending", unmet: []UnmetDependency{unmet("Policy", "x.y", "want Pending got Compliant")}, ignorePending: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			got, ignore, ok := ParsePending(PendingMessage(tt.unmet, tt.ignorePending))
+			g.Expect(ok).To(BeTrue())
+			g.Expect(ignore).To(Equal(tt.ignorePending))
+			g.Expect(got).To(Equal(tt.unmet))
+		})
+	}
+}
+
+func TestParsePendingOfOtherMessages(t *testing.T) {
+	g := NewWithT(t)
+	for _, msg := range []string{"", "Compliant", "dependency cycle: Policy a -> Policy a", "Dependencies were not satisfied: oops"} {
+		_, _, ok := ParsePending(msg)
+		g.Expect(ok).To(BeFalse(), msg)
+	}
+}
+
+// TestParsePendingOfTruncatedMessage reads what is left of a message the
+// event size limit cut.
+func TestParsePendingOfTruncatedMessage(t *testing.T) {
+	g := NewWithT(t)
+	var deps []UnmetDependency
+	for i := range 60 {
+		deps = append(deps, unmet("ConfigurationPolicy", "some-long-template-name-"+strings.Repeat("x", i%7), UnmetNotFound))
+	}
+	c := Compliance{State: policyv1.Pending, Message: PendingMessage(deps, false)}
+	_, msg, err := ParseMessage(c.EventMessage())
+	g.Expect(err).NotTo(HaveOccurred())
+	got, _, ok := ParsePending(msg)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(len(got)).To(BeNumerically(">", 10))
+	g.Expect(len(got)).To(BeNumerically("<", 60))
+	for _, u := range got {
+		g.Expect(u.Kind).To(Equal("ConfigurationPolicy"))
+		g.Expect(u.Name).To(HavePrefix("some-long-template-name-"))
+	}
+}
+
+func TestParseMismatch(t *testing.T) {
+	g := NewWithT(t)
+	want, got, ok := ParseMismatch(UnmetMismatch(policyv1.Compliant, policyv1.NonCompliant))
+	g.Expect(ok).To(BeTrue())
+	g.Expect(want).To(Equal(policyv1.Compliant))
+	g.Expect(got).To(Equal(policyv1.NonCompliant))
+	for _, other := range []string{UnmetNotFound, UnmetNoMapping, UnmetNoCompliance, "want Compliant", ""} {
+		_, _, ok := ParseMismatch(other)
+		g.Expect(ok).To(BeFalse(), other)
+	}
+}
+
+func TestParseCycle(t *testing.T) {
+	g := NewWithT(t)
+	cycle := []DependencyRef{{"Policy", "p.a"}, {"ConfigurationPolicy", "ta"}, {"Policy", "p.a"}}
+	g.Expect(ParseCycle(CycleMessage(cycle))).To(Equal(cycle))
+	g.Expect(ParseCycle("Compliant; fine")).To(BeNil())
+}
+
+// FuzzParsePending checks that any message parses without panicking, and
+// that a message PendingMessage writes gives back its dependencies.
+func FuzzParsePending(f *testing.F) {
+	f.Add("Policy", "ns.a", "want Compliant got NonCompliant", false)
+	f.Add("ConfigurationPolicy", "b", "not found", true)
+	f.Fuzz(func(t *testing.T, kind, name, reason string, ignorePending bool) {
+		ParsePending(kind + " " + name + ": " + reason)
+		ParseCycle(cyclePrefix + kind + " " + name)
+		ParseMismatch(reason)
+		if !validWord(kind) || !validWord(name) || strings.Contains(reason, ";") || reason == "" {
+			return
+		}
+		msg := PendingMessage([]UnmetDependency{unmet(kind, name, reason), unmet(kind, name+"x", reason)}, ignorePending)
+		got, ignore, ok := ParsePending(msg)
+		if !ok || ignore != ignorePending || len(got) != 2 {
+			t.Fatalf("ParsePending(%q) = %v, %v, %v", msg, got, ignore, ok)
+		}
+		for i, u := range got {
+			if u.Kind != kind || u.Name != name+[]string{"", "x"}[i] || u.Reason != reason {
+				t.Fatalf("ParsePending(%q)[%d] = %+v", msg, i, u)
+			}
+		}
+		cycle := []DependencyRef{{kind, name}, {kind, name + "x"}, {kind, name}}
+		if back := ParseCycle(CycleMessage(cycle)); len(back) != 3 || back[1] != cycle[1] {
+			t.Fatalf("ParseCycle(CycleMessage(%v)) = %v", cycle, back)
+		}
+	})
+}
+
+// validWord is a kind or a Kubernetes object name: no separators of the
+// message format.
+func validWord(s string) bool {
+	return s != "" && !strings.ContainsAny(s, " ,;:()") && !strings.Contains(s, "\uFFFD") && utf8.ValidString(s)
+}
