@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
@@ -55,7 +56,9 @@ func (o *ServingOptions) BindFlags(fs *flag.FlagSet, defaultMetrics, defaultHeal
 // controller-runtime and klog default, without client-go's body dumps (see
 // RedactBodies).
 func SetupLogger(zapOpts *zap.Options) {
-	ctrl.SetLogger(RedactBodies(zap.New(zap.UseFlagOptions(zapOpts))))
+	logger := RedactBodies(zap.New(zap.UseFlagOptions(zapOpts)))
+	ctrl.SetLogger(logger)
+	klog.SetLogger(logger)
 }
 
 // Apply copies the serving options into manager options.

@@ -12,10 +12,18 @@ var bodyDumps = map[string]bool{"Request Body": true, "Response Body": true}
 // Note: client-go logs through the controllers' contextual logger, so
 // these dumps follow the controllers' verbosity, not klog's -v flag.
 func RedactBodies(l logr.Logger) logr.Logger {
-	if l.GetSink() == nil {
+	sink := l.GetSink()
+	if sink == nil {
 		return l
 	}
-	return logr.New(redactingSink{l.GetSink()})
+	// Note: the sink was initialised when l was made: WithSink, unlike
+	// logr.New, does not initialise it again (which would add logr's call
+	// depth to l's own sink a second time). The redacting sink's methods are
+	// one frame between the caller and the sink, which WithCallDepth(1) skips.
+	if cd, ok := sink.(logr.CallDepthLogSink); ok {
+		sink = cd.WithCallDepth(1)
+	}
+	return l.WithSink(redactingSink{sink})
 }
 
 // redactingSink drops the entries of bodyDumps.
@@ -26,6 +34,12 @@ func (s redactingSink) Info(level int, msg string, keysAndValues ...any) {
 	if !bodyDumps[msg] {
 		s.LogSink.Info(level, msg, keysAndValues...)
 	}
+}
+
+// Error passes errors on. It is a method of its own so that, as for Info,
+// one frame of redactingSink is between the caller and the sink.
+func (s redactingSink) Error(err error, msg string, keysAndValues ...any) {
+	s.LogSink.Error(err, msg, keysAndValues...)
 }
 
 // WithValues keeps the redaction on the derived sink.
