@@ -51,14 +51,14 @@ verify: ## Fail when a generated file or go.mod is stale.
 ##@ Test
 
 .PHONY: test
-test: lint verify envtest-assets ## Run every test (unit, envtest, e2e) against real API servers, then fuzz briefly.
+test: lint verify envtest-assets ocm-assets ## Run every test (unit, envtest, e2e) against real API servers, then fuzz briefly.
 	go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=5s
 
 FUZZTIME ?= 10s
 
 .PHONY: fuzz
-fuzz: envtest-assets ## Run every Fuzz target for FUZZTIME each (make fuzz FUZZTIME=10m for a long run).
+fuzz: envtest-assets ocm-assets ## Run every Fuzz target for FUZZTIME each (make fuzz FUZZTIME=10m for a long run).
 	@for file in $$(grep -rl --include='*_test.go' '^func Fuzz' api cmd internal pkg test | sort); do \
 		for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
 			echo "go test -run '^\$$' -fuzz '^$$target\$$' -fuzztime $(FUZZTIME) ./$$(dirname $$file)"; \
@@ -67,14 +67,14 @@ fuzz: envtest-assets ## Run every Fuzz target for FUZZTIME each (make fuzz FUZZT
 	done
 
 .PHONY: test-e2e
-test-e2e: envtest-assets ## Run the e2e suite (E2E_HUB_KUBECONFIG etc. select existing clusters).
+test-e2e: envtest-assets ocm-assets ## Run the e2e suite (E2E_HUB_KUBECONFIG etc. select existing clusters).
 	go test $(GO_TEST_FLAGS) ./test/e2e/... -ginkgo.v
 
 BENCH_SCALE ?= 1
 BENCH_TIMEOUT ?= 60m
 
 .PHONY: bench
-bench: envtest-assets build ## Measure propagation, hub templates, dependency latency and syncer convergence at fleet scale (BENCH_SCALE=0.1 for a quick run).
+bench: envtest-assets ocm-assets build ## Measure propagation, hub templates, dependency latency and syncer convergence at fleet scale (BENCH_SCALE=0.1 for a quick run).
 	BENCH_SCALE=$(BENCH_SCALE) go test -run '^$$' -bench . -benchtime 1x -timeout $(BENCH_TIMEOUT) -count=1 -v ./test/bench/
 
 ##@ Run
@@ -86,7 +86,7 @@ build: ## Build canopy-hub, canopy-agent and kubectl-canopy into bin/.
 	go build -o bin/kubectl-canopy ./cmd/kubectl-canopy
 
 .PHONY: demo
-demo: envtest-assets build ## Run Canopy locally: a hub, two managed clusters, the examples, a compliance table.
+demo: envtest-assets ocm-assets build ## Run Canopy locally: a hub, two managed clusters, the examples, a compliance table.
 	go run ./hack/demo
 
 ##@ Tools
@@ -94,6 +94,10 @@ demo: envtest-assets build ## Run Canopy locally: a hub, two managed clusters, t
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver and etcd into bin/k8s/ (once; minutes the first time).
 	KUBE_VERSION=$(KUBE_VERSION) ENVTEST_ASSETS_DIR=$(ENVTEST_ASSETS) hack/install-envtest-assets.sh
+
+.PHONY: ocm-assets
+ocm-assets: ## Build OCM's registration, work and placement binaries into bin/ocm/ (once; minutes the first time).
+	hack/install-ocm-binaries.sh
 
 $(GOLANGCI_LINT): hack/lint/go.mod
 	cd hack/lint && go build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # install-ocm-binaries.sh builds OCM's own binaries (registration, work,
-# placement) from the Go module proxy into bin/ocm/<version>/. It does
+# placement) from the Go module proxy into bin/ocm/<version>/, and copies
+# the manifests internal/testenv/ocmagents reads beside them, under
+# bin/ocm/<version>/manifests/ at their paths in the ocm module. It does
 # nothing when they are already there, so runs after the first are free.
 #
 # Note: OCM is built from a scratch module of its own, like the control
@@ -14,12 +16,24 @@ OCM_VERSION="${OCM_VERSION:-1.2.0}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest="${OCM_ASSETS_DIR:-$root/bin/ocm/$OCM_VERSION}"
 components=(registration work placement)
+# manifests are what internal/testenv/ocmagents needs: the hub RBAC OCM
+# registration gives each cluster's work agent, and the AddOnPlacementScore
+# CRD the placement controller watches.
+manifests=(
+	pkg/registration/hub/manifests/rbac/managedcluster-work-clusterrole.yaml
+	pkg/registration/hub/manifests/rbac/managedcluster-work-rolebinding.yaml
+	manifests/cluster-manager/hub/crds/0000_05_clusters.open-cluster-management.io_addonplacementscores.crd.yaml
+)
 
-missing=0
+missing_bins=()
 for c in "${components[@]}"; do
-	[[ -x "$dest/$c" ]] || missing=1
+	[[ -x "$dest/$c" ]] || missing_bins+=("$c")
 done
-if [[ $missing == 0 ]]; then
+missing_manifests=()
+for m in "${manifests[@]}"; do
+	[[ -f "$dest/manifests/$m" ]] || missing_manifests+=("$m")
+done
+if [[ ${#missing_bins[@]} == 0 && ${#missing_manifests[@]} == 0 ]]; then
 	exit 0
 fi
 mkdir -p "$dest"
@@ -31,6 +45,23 @@ export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}sigs.k8s.io/about-api,open-cluster-ma
 cd "$work"
 go mod init canopy.local/ocm >/dev/null 2>&1
 go mod edit -require="open-cluster-management.io/ocm@v$OCM_VERSION"
+
+if [[ ${#missing_manifests[@]} != 0 ]]; then
+	dir="$(go mod download -json "open-cluster-management.io/ocm@v$OCM_VERSION" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+	if [[ -z "$dir" || ! -d "$dir" ]]; then
+		echo "install-ocm-binaries.sh: no module directory for open-cluster-management.io/ocm@v$OCM_VERSION" >&2
+		exit 1
+	fi
+	echo "copying OCM v$OCM_VERSION manifests into $dest/manifests"
+	for m in "${missing_manifests[@]}"; do
+		install -m 0644 -D "$dir/$m" "$dest/manifests/$m"
+	done
+fi
+
+if [[ ${#missing_bins[@]} == 0 ]]; then
+	exit 0
+fi
 {
 	printf 'package tools\n\nimport (\n'
 	for c in "${components[@]}"; do
@@ -39,7 +70,7 @@ go mod edit -require="open-cluster-management.io/ocm@v$OCM_VERSION"
 	printf ')\n'
 } >tools.go
 go mod tidy >/dev/null
-for c in "${components[@]}"; do
+for c in "${missing_bins[@]}"; do
 	echo "building OCM $c v$OCM_VERSION into $dest"
 	go build -trimpath -ldflags "-s -w" -o "$dest/$c" "open-cluster-management.io/ocm/cmd/$c"
 done

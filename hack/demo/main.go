@@ -58,7 +58,7 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := logOCMToFile(filepath.Join(dir, "logs")); err != nil {
+	if err := logKlogToFile(filepath.Join(dir, "logs")); err != nil {
 		return err
 	}
 	d := &demo{opts: opts, dir: dir, out: out}

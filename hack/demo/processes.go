@@ -83,14 +83,15 @@ func (p *process) exited(ctx context.Context) error {
 	}
 }
 
-// logOCMToFile sends the global klog output, where OCM's in-process
-// placement controller and work agents log, to logDir/ocm.log instead of the
-// terminal the demo talks to.
-func logOCMToFile(logDir string) error {
+// logKlogToFile sends the demo's own klog output (client-go's warnings, say)
+// to logDir/demo.log instead of the terminal the demo talks to. OCM's
+// placement controller and work agents are processes with logs of their own
+// in logDir.
+func logKlogToFile(logDir string) error {
 	if err := os.MkdirAll(logDir, 0o750); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(logDir, "ocm.log")) //nolint:gosec // the demo's own log directory
+	f, err := os.Create(filepath.Join(logDir, "demo.log")) //nolint:gosec // the demo's own log directory
 	if err != nil {
 		return err
 	}

@@ -29,11 +29,24 @@ const (
 )
 
 // Processes returns the pids of the live etcd and kube-apiserver processes
-// that process pid started through this package, so that a test can check
-// that none outlives its owner.
+// that process pid started through this package, and of those it marked
+// with OwnerEnv, so that a test can check that none outlives its owner.
 func Processes(pid int) []int {
 	prefix := strconv.Itoa(pid) + ":"
 	return ownedProcesses(func(owner string) bool { return strings.HasPrefix(owner, prefix) })
+}
+
+// OwnerEnv returns the environment entry (NAME=value) that marks a process
+// as started by this process, as this package marks etcd and
+// kube-apiserver: Processes lists it, and Sweep kills it once this process
+// is gone. Test-only packages that start processes of their own
+// (internal/testenv/ocmagents) set it on them.
+func OwnerEnv() (string, error) {
+	owner, err := ownerID()
+	if err != nil {
+		return "", err
+	}
+	return envOwner + "=" + owner, nil
 }
 
 // wrapBinary writes an executable script at dir/name that runs bin so that it

@@ -8,20 +8,19 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// background holds what runs in the test's process for an Env until Stop,
-// such as OCM's controllers and agents (internal/testenv/ocmagents).
+// background holds what runs for an Env until Stop, such as the goroutines
+// that supervise OCM's agents (internal/testenv/ocmagents).
 type background struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
 // Background lets code outside this package, such as
-// internal/testenv/ocmagents, run something in the test's process for as
-// long as the Env runs. It returns a context that ends when Stop begins (or
+// internal/testenv/ocmagents, run something (a goroutine, or a process it
+// supervises) for as long as the Env runs. It returns a context that ends when Stop begins (or
 // at once if Stop already ran) and a goRun that runs fn in a goroutine Stop
 // waits for, before it stops the control planes; fn must return once bctx
-// ends. bctx outlives ctx, a start-up context, but keeps its logger: OCM's
-// code logs through klog.FromContext, so without a logger it logs nothing.
+// ends. bctx outlives ctx, a start-up context, but keeps its logger.
 func (e *Env) Background(ctx context.Context) (bctx context.Context, goRun func(fn func())) {
 	logger := logr.FromContextOrDiscard(ctx)
 	bctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))

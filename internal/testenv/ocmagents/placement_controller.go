@@ -5,19 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	kevents "k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
-	clusterclient "open-cluster-management.io/api/client/cluster/clientset/versioned"
-	clusterscheme "open-cluster-management.io/api/client/cluster/clientset/versioned/scheme"
-	clusterinformers "open-cluster-management.io/api/client/cluster/informers/externalversions"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
-	ocmmanifests "open-cluster-management.io/ocm/manifests"
-	"open-cluster-management.io/ocm/pkg/placement/controllers/metrics"
-	"open-cluster-management.io/ocm/pkg/placement/controllers/scheduling"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -29,8 +20,13 @@ import (
 // placementScoreCRD is the CRD of AddOnPlacementScore, which OCM's placement
 // controller watches; Canopy itself never uses it, so deploy/crds lacks it.
 // It comes from the cluster-manager manifests of the ocm module, the version
-// of the controller that needs it.
-const placementScoreCRD = "cluster-manager/hub/crds/0000_05_clusters.open-cluster-management.io_addonplacementscores.crd.yaml"
+// of the controller that needs it (see readManifest).
+const placementScoreCRD = "manifests/cluster-manager/hub/crds/0000_05_clusters.open-cluster-management.io_addonplacementscores.crd.yaml"
+
+// HubNamespace is the namespace of OCM's hub controllers (the
+// cluster-manager's); StartPlacementController creates it on the hub for
+// the placement controller's events.
+const HubNamespace = "open-cluster-management-hub"
 
 // DefaultClusterSet and GlobalClusterSet name the ManagedClusterSets an OCM
 // hub creates (its registration controller does): "default" holds the
@@ -62,11 +58,13 @@ func clusterSets() []client.Object {
 	}
 }
 
-// StartPlacementController runs OCM's placement controller (its scheduling
-// controller with the default plugins, as the cluster-manager runs it)
-// against the hub of env until env.Stop, after installing what it needs that
-// Canopy does not: the AddOnPlacementScore CRD and the "default" and
-// "global" ManagedClusterSets.
+// StartPlacementController runs OCM's placement controller
+// (bin/ocm/<Version>/placement, see AssetsEnv; its scheduling controller
+// with the default plugins, as the cluster-manager runs it) against the hub
+// of env until env.Stop, after installing what it needs that Canopy does
+// not: the AddOnPlacementScore CRD, HubNamespace and the "default" and
+// "global" ManagedClusterSets. The controller logs to
+// env.Dir/placement-controller.log.
 //
 // Note: the controller writes the PlacementDecisions of every Placement, so
 // do not mix it with testenv's SetPlacementDecisions on the same Placements.
@@ -74,17 +72,34 @@ func StartPlacementController(ctx context.Context, env *testenv.Env) error {
 	if err := installPlacementScoreCRD(ctx, env.Hub); err != nil {
 		return err
 	}
-	if err := controlplane.CreateAll(ctx, env.Hub.Client, clusterSets()); err != nil {
-		return fmt.Errorf("creating the managed cluster sets: %w", err)
+	objs := append(clusterSets(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: HubNamespace}})
+	if err := controlplane.CreateAll(ctx, env.Hub.Client, objs); err != nil {
+		return fmt.Errorf("creating the managed cluster sets and %s: %w", HubNamespace, err)
 	}
-	bctx, goRun := env.Background(ctx)
-	return runPlacementController(bctx, goRun, env.Hub.Config)
+	return placementController(env.Hub.KubeconfigPath).start(ctx, env)
+}
+
+// placementController is the placement controller process of the hub of
+// hubKubeconfig.
+func placementController(hubKubeconfig string) process {
+	return process{
+		name: "placement-controller",
+		bin:  "placement",
+		args: []string{
+			"controller",
+			"--kubeconfig=" + hubKubeconfig,
+			"--namespace=" + HubNamespace,
+			"--disable-leader-election",
+			"--kube-api-qps=100", "--kube-api-burst=200",
+		},
+		ready: `"Starting worker of controller ..." logger="SchedulingController"`,
+	}
 }
 
 func installPlacementScoreCRD(ctx context.Context, hub *controlplane.ControlPlane) error {
-	data, err := ocmmanifests.ClusterManagerManifestFiles.ReadFile(placementScoreCRD)
+	data, err := readManifest(placementScoreCRD)
 	if err != nil {
-		return fmt.Errorf("reading the AddOnPlacementScore CRD: %w", err)
+		return err
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.Unmarshal(data, crd); err != nil {
@@ -97,46 +112,5 @@ func installPlacementScoreCRD(ctx context.Context, hub *controlplane.ControlPlan
 	if err := envtest.WaitForCRDs(hub.Config, []*apiextensionsv1.CustomResourceDefinition{crd}, opts); err != nil {
 		return fmt.Errorf("waiting for the AddOnPlacementScore CRD: %w", err)
 	}
-	return nil
-}
-
-// runPlacementController wires OCM's scheduling controller as OCM's
-// placement manager (pkg/placement/controllers) does, minus its debugger and
-// its logging of every event to klog, and runs it with goRun until ctx ends.
-func runPlacementController(ctx context.Context, goRun func(func()), cfg *rest.Config) error {
-	cfg = rest.CopyConfig(cfg)
-	cfg.UserAgent = "placement-controller"
-	clusterClient, err := clusterclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	kubeClient, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	broadcaster := kevents.NewBroadcaster(&kevents.EventSinkImpl{Interface: kubeClient.EventsV1()})
-	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
-		return fmt.Errorf("recording events: %w", err)
-	}
-	recorder := broadcaster.NewRecorder(clusterscheme.Scheme, "placement-controller")
-	informers := clusterinformers.NewSharedInformerFactory(clusterClient, 10*time.Minute)
-	m := metrics.NewScheduleMetrics(clock.RealClock{})
-	scheduler := scheduling.NewPluginScheduler(scheduling.NewSchedulerHandler(
-		clusterClient,
-		informers.Cluster().V1beta1().PlacementDecisions().Lister(),
-		informers.Cluster().V1alpha1().AddOnPlacementScores().Lister(),
-		informers.Cluster().V1().ManagedClusters().Lister(),
-		recorder, m))
-	controller := scheduling.NewSchedulingController(ctx, clusterClient,
-		informers.Cluster().V1().ManagedClusters(),
-		informers.Cluster().V1beta2().ManagedClusterSets(),
-		informers.Cluster().V1beta2().ManagedClusterSetBindings(),
-		informers.Cluster().V1beta1().Placements(),
-		informers.Cluster().V1beta1().PlacementDecisions(),
-		informers.Cluster().V1alpha1().AddOnPlacementScores(),
-		scheduler, recorder, m)
-	informers.Start(ctx.Done())
-	goRun(func() { controller.Run(ctx, 1) })
-	goRun(func() { <-ctx.Done(); informers.Shutdown(); broadcaster.Shutdown() })
 	return nil
 }

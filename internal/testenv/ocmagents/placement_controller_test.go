@@ -25,6 +25,7 @@ func TestPlacementController(t *testing.T) {
 	// Note: RegisterCluster needs no API server for a cluster: the hub alone
 	// is enough to test placement.
 	env := testenv.ForTest(t, testenv.Options{ManagedClusters: []string{}})
+	logOnFailure(t, env)
 	if err := ocmagents.StartPlacementController(t.Context(), env); err != nil {
 		t.Fatalf("starting the placement controller: %v", err)
 	}

@@ -5,11 +5,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"text/template"
 	"time"
 
-	"github.com/openshift/library-go/pkg/controller/controllercmd"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -17,12 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
-	ocmfeature "open-cluster-management.io/api/feature"
 	workv1 "open-cluster-management.io/api/work/v1"
-	"open-cluster-management.io/ocm/pkg/common/options"
-	"open-cluster-management.io/ocm/pkg/features"
-	registrationmanifests "open-cluster-management.io/ocm/pkg/registration/hub/manifests"
-	workspoke "open-cluster-management.io/ocm/pkg/work/spoke"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -34,20 +27,14 @@ import (
 // every accepted cluster's work agent: a ClusterRole for ManifestWorks and
 // events, bound in the cluster namespace to the cluster's agent group.
 var workRBACFiles = []string{
-	"rbac/managedcluster-work-clusterrole.yaml",
-	"rbac/managedcluster-work-rolebinding.yaml",
+	"pkg/registration/hub/manifests/rbac/managedcluster-work-clusterrole.yaml",
+	"pkg/registration/hub/manifests/rbac/managedcluster-work-rolebinding.yaml",
 }
 
 // AddonNamespace is the namespace the klusterlet creates on every managed
 // cluster for addon agents (OCM's DefaultAddonNamespace); StartWorkAgent
 // creates it too.
 const AddonNamespace = "open-cluster-management-agent-addon"
-
-// registerWorkFeatures registers the work agent's feature gates, as OCM's
-// work agent command does; its controllers read them.
-var registerWorkFeatures = sync.OnceValue(func() error {
-	return features.SpokeMutableFeatureGate.Add(ocmfeature.DefaultSpokeWorkFeatureGates)
-})
 
 // WorkAgentUser returns the hub user of the work agent of cluster, as OCM
 // registration names its agents (the work agent shares the klusterlet's
@@ -62,17 +49,15 @@ func workAgentGroups(cluster string) []string {
 	return []string{"system:open-cluster-management:" + cluster, "system:open-cluster-management:managed-clusters"}
 }
 
-// StartWorkAgent runs OCM's work agent for the managed cluster mc of env
-// until env.Stop: it applies the ManifestWorks of the hub's cluster namespace
-// to mc, and reports their status, as the klusterlet's work agent does. Its
-// hub identity is a client certificate in the groups OCM registration gives
-// the cluster's agents, with the RBAC OCM gives them (kubeconfig:
+// StartWorkAgent runs OCM's work agent (bin/ocm/<Version>/work, see
+// AssetsEnv) for the managed cluster mc of env until env.Stop: it applies
+// the ManifestWorks of the hub's cluster namespace to mc, and reports their
+// status, as the klusterlet's work agent does. Its hub identity is a client
+// certificate in the groups OCM registration gives the cluster's agents,
+// with the RBAC OCM gives them (kubeconfig:
 // env.Dir/<name>-work-hub.kubeconfig). Like the klusterlet, it creates
-// AddonNamespace on mc.
+// AddonNamespace on mc. The agent logs to env.Dir/work-agent-<name>.log.
 func StartWorkAgent(ctx context.Context, env *testenv.Env, mc *testenv.ManagedCluster) error {
-	if err := registerWorkFeatures(); err != nil {
-		return fmt.Errorf("registering the work agent's feature gates: %w", err)
-	}
 	addonNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AddonNamespace}}
 	if err := controlplane.CreateAll(ctx, mc.Client, []client.Object{addonNS}); err != nil {
 		return err
@@ -91,27 +76,33 @@ func StartWorkAgent(ctx context.Context, env *testenv.Env, mc *testenv.ManagedCl
 	if err := controlplane.WriteKubeconfig(hubKubeconfig, mc.Name+"-work-agent", hubCfg); err != nil {
 		return err
 	}
-	agentOpts := options.NewAgentOptions()
-	agentOpts.SpokeClusterName = mc.Name
-	agentOpts.HubQPS, agentOpts.HubBurst = 100, 200
-	workOpts := workspoke.NewWorkloadAgentOptions()
-	workOpts.WorkloadSourceConfig = hubKubeconfig
-	workOpts.StatusSyncInterval = time.Second // status is what tests wait on
-	agent := workspoke.NewWorkAgentConfig(agentOpts, workOpts)
-	controllerContext := &controllercmd.ControllerContext{KubeConfig: rest.CopyConfig(mc.Config)}
-	bctx, goRun := env.Background(ctx)
-	errs := make(chan error, 1)
-	goRun(func() { errs <- agent.RunWorkloadAgent(bctx, controllerContext) })
-	select { // Note: RunWorkloadAgent returns early only when it fails to start
-	case err := <-errs:
-		return fmt.Errorf("starting the work agent of %s: %w", mc.Name, err)
-	case <-time.After(100 * time.Millisecond):
-		return nil
+	return workAgent(mc, hubKubeconfig).start(ctx, env)
+}
+
+// workAgent is the work agent process of mc, with hubKubeconfig as its hub
+// identity and source of ManifestWorks.
+func workAgent(mc *testenv.ManagedCluster, hubKubeconfig string) process {
+	return process{
+		name: "work-agent-" + mc.Name,
+		bin:  "work",
+		args: []string{
+			"agent",
+			"--spoke-cluster-name=" + mc.Name,
+			"--kubeconfig=" + mc.KubeconfigPath,
+			"--hub-kubeconfig=" + hubKubeconfig,
+			"--workload-source-config=" + hubKubeconfig,
+			"--namespace=" + AddonNamespace, // for its events on mc
+			"--disable-leader-election",
+			"--status-sync-interval=1s", // status is what tests wait on
+			"--hub-kube-api-qps=100", "--hub-kube-api-burst=200",
+			"--kube-api-qps=100", "--kube-api-burst=200",
+		},
+		ready: `"Starting worker of controller ..." logger="ManifestWorkController"`,
 	}
 }
 
 // ensureWorkRBAC writes OCM registration's work RBAC for cluster, rendered
-// from the ocm module's own manifests.
+// from the ocm module's own manifests (see readManifest).
 func ensureWorkRBAC(ctx context.Context, c client.Client, cluster string) error {
 	data := struct {
 		ManagedClusterName string
@@ -119,7 +110,7 @@ func ensureWorkRBAC(ctx context.Context, c client.Client, cluster string) error 
 	}{ManagedClusterName: cluster}
 	objs := []client.Object{&rbacv1.ClusterRole{}, &rbacv1.RoleBinding{}}
 	for i, file := range workRBACFiles {
-		raw, err := registrationmanifests.RBACManifests.ReadFile(file)
+		raw, err := readManifest(file)
 		if err != nil {
 			return err
 		}

@@ -24,6 +24,7 @@ func TestWorkAgent(t *testing.T) {
 	g := NewWithT(t)
 	start := time.Now()
 	env := testenv.ForTest(t, testenv.Options{ManagedClusters: []string{"cluster1"}})
+	logOnFailure(t, env)
 	if err := ocmagents.StartWorkAgents(t.Context(), env); err != nil {
 		t.Fatalf("starting the work agents: %v", err)
 	}
@@ -50,6 +51,17 @@ func TestWorkAgent(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Get(ctx, client.ObjectKeyFromObject(work), work)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(work.Status.Conditions, workv1.WorkApplied)).To(BeTrue())
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	// Note: the agent records what it applied, which it deletes with the
+	// ManifestWork, only after it reports Applied: deleting the ManifestWork
+	// before that would orphan the ConfigMap.
+	g.Eventually(func(g Gomega) {
+		applied := &workv1.AppliedManifestWorkList{}
+		g.Expect(managed.List(ctx, applied)).To(Succeed())
+		g.Expect(applied.Items).To(ContainElement(And(
+			HaveField("Spec.ManifestWorkName", work.Name),
+			HaveField("Status.AppliedResources", HaveLen(1)),
+		)))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	g.Expect(hub.Delete(ctx, work)).To(Succeed())
