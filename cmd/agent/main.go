@@ -76,7 +76,7 @@ func run(ctx context.Context, opts options) error {
 	agentOpts := agent.Options{HubConfig: hubCfg, ClusterName: opts.clusterName, InstallNamespace: opts.installNamespace}
 	mgrOpts := agent.ManagerOptions(agentOpts)
 	opts.serving.Apply(&mgrOpts)
-	mgr, err := cmdutil.NewManager(managedCfg, mgrOpts)
+	mgr, err := ctrl.NewManager(managedCfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}

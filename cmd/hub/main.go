@@ -84,7 +84,7 @@ func run(ctx context.Context, opts options) error {
 	// a graceful shutdown; run returns right after the manager stops.
 	mgrOpts.LeaderElectionReleaseOnCancel = true
 	opts.serving.Apply(&mgrOpts)
-	mgr, err := cmdutil.NewManager(cfg, mgrOpts)
+	mgr, err := ctrl.NewManager(cfg, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/scheme"
 )
 
@@ -143,7 +142,7 @@ func StartManager(cfg *rest.Config, opts manager.Options, setup func(ctrl.Manage
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.HealthProbeBindAddress = "0"
 	opts.Controller.SkipNameValidation = ptr.To(true)
-	mgr, err := cmdutil.NewManager(cfg, opts)
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -65,7 +65,7 @@ func nameValidator(gk schema.GroupKind) func(string) []string {
 	case gk.Group == "rbac.authorization.k8s.io", gk.Group == "user.openshift.io", gk.Group == "oauth.openshift.io":
 		// Roles and bindings ("system:controller:x"), OpenShift users
 		// and identities ("htpasswd:alice") take any path segment.
-		return func(s string) []string { return path.IsValidPathSegmentName(s) }
+		return content.IsPathSegmentName
 	default:
 		return validation.IsDNS1123Subdomain
 	}

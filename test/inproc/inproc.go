@@ -12,10 +12,10 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/pkg/agent"
 	"github.com/canopy-policy/canopy/pkg/hub"
 )
@@ -127,7 +127,7 @@ func newManager(cfg *rest.Config, opts manager.Options) (manager.Manager, error)
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	opts.HealthProbeBindAddress = "0"
 	opts.Controller.SkipNameValidation = ptr.To(true)
-	mgr, err := cmdutil.NewManager(cfg, opts)
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}

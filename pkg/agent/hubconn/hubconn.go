@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/pkg/agent/lease"
 	"github.com/canopy-policy/canopy/pkg/agent/secretsync"
 	"github.com/canopy-policy/canopy/pkg/agent/specsync"
@@ -97,7 +96,7 @@ func (r *Runner) newManager() (manager.Manager, error) {
 	if timeout == 0 {
 		timeout = DefaultCacheSyncTimeout
 	}
-	mgr, err := cmdutil.NewManager(r.HubConfig, manager.Options{
+	mgr, err := ctrl.NewManager(r.HubConfig, manager.Options{
 		Scheme:  r.Scheme,
 		Logger:  ctrl.Log.WithName("hub"),
 		Metrics: metricsserver.Options{BindAddress: "0"},
