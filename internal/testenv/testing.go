@@ -59,6 +59,7 @@ func (s *Suite) Main(m *testing.M) { s.lazy.Main(m) }
 // ForTest starts an Env for one test and stops it when the test ends.
 func ForTest(t testing.TB, opts Options) *Env {
 	t.Helper()
+	controlplane.SetTestLogger() // a no-op when the package set its own
 	ctx, cancel := context.WithTimeout(t.Context(), controlplane.StartBudget)
 	defer cancel()
 	e, err := Start(ctx, opts)
