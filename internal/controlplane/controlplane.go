@@ -146,10 +146,10 @@ func newEnvironment(dir string) (*envtest.Environment, error) {
 		CRDInstallOptions:        envtest.CRDInstallOptions{PollInterval: 50 * time.Millisecond, MaxTime: time.Minute},
 		UseExistingCluster:       ptr.To(false),
 		ControlPlaneStartTimeout: startTimeout(),
-		// Note: under load (two test packages and their API servers on two
-		// cores) kube-apiserver has taken more than 20 s to finish its
-		// graceful shutdown after the tests passed; a suite reports a stop
-		// that times out as a failure, so the budget is generous.
+		// Note: kube-apiserver's graceful stop waits while a client keeps a
+		// watch open: a stop that times out (a suite reports it as a
+		// failure) means something the tests started still watches, as a
+		// hub template watcher stopped mid-batch once did.
 		ControlPlaneStopTimeout: time.Minute,
 	}, nil
 }

@@ -262,6 +262,11 @@ func (h *Cache) resolveNow(ctx context.Context, root, desired, existing *policyv
 	if err := h.pool.ready(ctx); err != nil {
 		return Result{Retry: err, Hold: true}
 	}
+	release, err := h.pool.life.Hold(ctx)
+	if err != nil {
+		return Result{Retry: &transientError{fmt.Errorf("holding the hub templates' watcher: %w", err)}, Hold: true}
+	}
+	defer release()
 	id := replicaWatcher(client.ObjectKeyFromObject(desired))
 	end, err := startBatch(ctx, h.pool.watcher, id)
 	if err != nil {

@@ -22,6 +22,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/canopy-policy/canopy/pkg/depwatch"
 )
 
 // Lifetime and renewal of the ServiceAccount tokens of hub template
@@ -66,6 +68,9 @@ type resolverPool struct {
 	// and reads the encryption keys and missing ServiceAccounts.
 	watcher  depclient.DynamicWatcher
 	resolver *templates.TemplateResolver
+	// life runs watcher: resolutions hold it, so that it never stops
+	// during a query batch (a watch started then would outlive it).
+	life *depwatch.Lifecycle
 
 	ctx context.Context //nolint:containedctx // the life of the ServiceAccounts' resolvers, set by run
 	wg  sync.WaitGroup
@@ -94,6 +99,7 @@ func newResolverPool(base *rest.Config, tokens client.Client, events depclient.R
 	}
 	return &resolverPool{
 		base: base, tokens: tokens, events: events, watcher: watcher, resolver: resolver,
+		life:  depwatch.New(watcher),
 		sas:   map[types.NamespacedName]*saResolver{},
 		refs:  map[types.NamespacedName]int{},
 		users: map[depclient.ObjectIdentifier]types.NamespacedName{},
@@ -106,7 +112,7 @@ func (p *resolverPool) run(ctx context.Context) error {
 	p.mu.Lock()
 	p.ctx = ctx
 	p.mu.Unlock()
-	err := p.watcher.Start(ctx)
+	err := p.life.Start(ctx)
 	p.wg.Wait()
 	p.mu.Lock()
 	for sa := range p.sas {
@@ -164,6 +170,11 @@ func (p *resolverPool) release(ctx context.Context, id depclient.ObjectIdentifie
 		p.dropLocked(ctx, id, sa)
 	}
 	p.mu.Unlock()
+	release, ok := p.life.TryHold()
+	if !ok {
+		return nil // not started, or stopped: it holds no watch of id
+	}
+	defer release()
 	if err := p.watcher.RemoveWatcher(id); err != nil && !errors.Is(err, depclient.ErrNotStarted) {
 		return fmt.Errorf("removing the watches of %s: %w", id.Name, err)
 	}

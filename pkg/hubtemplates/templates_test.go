@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/depwatch"
 	"github.com/canopy-policy/canopy/pkg/replica"
 	"github.com/canopy-policy/canopy/pkg/templating"
 )
@@ -176,6 +177,13 @@ type fakeWatcher struct {
 	removed []string
 }
 
+// Started reports the fake as running.
+func (f *fakeWatcher) Started() <-chan struct{} {
+	started := make(chan struct{})
+	close(started)
+	return started
+}
+
 func (f *fakeWatcher) RemoveWatcher(id depclient.ObjectIdentifier) error {
 	f.removed = append(f.removed, id.Namespace+"/"+id.Name)
 	return nil
@@ -188,7 +196,7 @@ func newTestCache(w depclient.DynamicWatcher) (*Cache, chan types.NamespacedName
 	return &Cache{
 		opts: Options{Changed: func(_ context.Context, root types.NamespacedName) { changed <- root }},
 		pool: &resolverPool{
-			watcher: w, sas: map[types.NamespacedName]*saResolver{}, refs: map[types.NamespacedName]int{},
+			watcher: w, life: depwatch.New(w), sas: map[types.NamespacedName]*saResolver{}, refs: map[types.NamespacedName]int{},
 			users: map[depclient.ObjectIdentifier]types.NamespacedName{},
 		},
 		states: map[string]map[string]*replicaState{},
