@@ -90,24 +90,41 @@ func startTime(pid int) (string, error) {
 // ownedProcesses returns the pids of live processes started by this package
 // whose owner satisfies match.
 func ownedProcesses(match func(owner string) bool) []int {
+	prefix := []byte(envOwner + "=")
+	return withEnv(func(kv []byte) bool {
+		owner, ok := bytes.CutPrefix(kv, prefix)
+		return ok && match(string(owner))
+	})
+}
+
+// ProcessesWithEnv returns the pids of live processes of this user whose
+// environment holds the entry kv (NAME=value): test-only packages mark the
+// processes they start so, and find them again to prove none is left.
+func ProcessesWithEnv(kv string) []int {
+	want := []byte(kv)
+	return withEnv(func(entry []byte) bool { return bytes.Equal(entry, want) })
+}
+
+// withEnv returns the pids of live processes, this one aside, with an
+// environment entry that satisfies match.
+func withEnv(match func(kv []byte) bool) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	prefix := []byte(envOwner + "=")
 	var pids []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)) // only our own uid's are readable
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)) // only our own uid's are readable; empty for a zombie
 		if err != nil {
 			continue
 		}
 		for kv := range bytes.SplitSeq(environ, []byte{0}) {
-			if owner, ok := bytes.CutPrefix(kv, prefix); ok {
-				if _, err := startTime(pid); err == nil && match(string(owner)) {
+			if match(kv) {
+				if _, err := startTime(pid); err == nil {
 					pids = append(pids, pid)
 				}
 				break

@@ -28,4 +28,7 @@ func processAlive(owner string) bool {
 
 func ownedProcesses(func(string) bool) []int { return nil }
 
+// ProcessesWithEnv cannot list processes without /proc: it finds none.
+func ProcessesWithEnv(string) []int { return nil }
+
 func sweepOrphans() {}

@@ -1,10 +1,7 @@
 package ocmagents
 
 import (
-	"bytes"
-	"os"
 	"os/exec"
-	"strconv"
 	"syscall"
 )
 
@@ -19,32 +16,4 @@ import (
 // this package nor the testing package does.
 func tieToTest(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-}
-
-// processes returns the pids of the live OCM processes started for the Env
-// whose Dir is dir: those whose environment holds envDir=dir.
-func processes(dir string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	want := []byte(envDir + "=" + dir)
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		environ, err := os.ReadFile("/proc/" + e.Name() + "/environ") // empty for a zombie
-		if err != nil {
-			continue
-		}
-		for kv := range bytes.SplitSeq(environ, []byte{0}) {
-			if bytes.Equal(kv, want) {
-				pids = append(pids, pid)
-				break
-			}
-		}
-	}
-	return pids
 }

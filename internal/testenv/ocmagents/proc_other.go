@@ -8,6 +8,3 @@ import "os/exec"
 // with internal/controlplane's etcd and kube-apiserver, the OCM processes of
 // a test process that dies without stopping its Env outlive it.
 func tieToTest(*exec.Cmd) {}
-
-// processes cannot list processes without /proc.
-func processes(string) []int { return nil }

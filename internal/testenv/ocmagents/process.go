@@ -30,6 +30,12 @@ const (
 // can find the processes of an Env (see processes).
 const envDir = "CANOPY_OCMAGENTS_DIR"
 
+// processes returns the pids of the live OCM processes started for the Env
+// whose Dir is dir.
+func processes(dir string) []int {
+	return controlplane.ProcessesWithEnv(envDir + "=" + dir)
+}
+
 // process is an OCM binary to run for an Env.
 type process struct {
 	// name names the component, and its log file: <dir>/<name>.log.
