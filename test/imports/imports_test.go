@@ -39,7 +39,7 @@ var layers = []layer{
 	{"controller", "pkg/hub/* pkg/agent/*", "api leaf library"},
 	{"assembly", "pkg/hub pkg/agent pkg/agent/hubconn", "api leaf library controller assembly"},
 	{"program", "cmd/...", "api leaf library controller assembly"},
-	{"test-only", "internal/testenv/... internal/controlplane/... internal/browser/... internal/cmdutil/cmdtest", "api leaf library controller assembly test-only"},
+	{"test-only", "internal/testenv/... internal/controlplane/... internal/browser/... internal/cmdutil/cmdtest pkg/hierarchy/hierarchytest", "api leaf library controller assembly test-only"},
 	{"tool", "hack/... test/...", "api leaf library controller assembly test-only tool"},
 }
 
