@@ -163,17 +163,18 @@ func (e *evaluation) namespacesFor(ctx context.Context, t *objectTemplate, gvr d
 		e.invalid = append(e.invalid, terr.message)
 		return nil, terr
 	}
-	all, err := e.namespaces(ctx)
-	if err != nil {
-		e.transient = append(e.transient, err)
-		return nil, &templateError{ReasonNamespaceSelectorError, fmt.Sprintf("Error listing namespaces: %v", err)}
-	}
-	names, err := selectNamespaces(sel, all)
+	parsed, err := parseNamespaceSelector(sel)
 	if err != nil {
 		msg := fmt.Sprintf("Error filtering namespaces with provided namespaceSelector: %v", err)
 		e.invalid = append(e.invalid, msg)
 		return nil, &templateError{ReasonNamespaceSelectorError, msg}
 	}
+	all, err := e.namespaces(ctx)
+	if err != nil {
+		e.transient = append(e.transient, err)
+		return nil, &templateError{ReasonNamespaceSelectorError, fmt.Sprintf("Error listing namespaces: %v", err)}
+	}
+	names := parsed.selectNamespaces(all)
 	if len(names) == 0 {
 		return nil, missingNamespace(t)
 	}

@@ -17,15 +17,16 @@ type namespace struct {
 	labels map[string]string
 }
 
-// selectNamespaces returns, sorted, the names of the namespaces sel
-// chooses: a namespace must match an include pattern (or, with no include
-// patterns, any name when a label selector is set), the label selector, and
-// no exclude pattern. Patterns are filepath.Match globs. A selector with
-// neither include patterns nor a label selector chooses nothing.
-func selectNamespaces(sel policyv1.Target, all []namespace) ([]string, error) {
-	if len(sel.Include) == 0 && sel.LabelSelector == nil {
-		return nil, nil
-	}
+// namespaceSelector is a parsed policy namespaceSelector.
+type namespaceSelector struct {
+	target policyv1.Target
+	labels labels.Selector
+}
+
+// parseNamespaceSelector checks sel's patterns and label selector. It is
+// called before the namespaces are listed, so a selector that cannot parse
+// never watches namespaces: no namespace change can correct it.
+func parseNamespaceSelector(sel policyv1.Target) (*namespaceSelector, error) {
 	for _, p := range slices.Concat(sel.Include, sel.Exclude) {
 		if _, err := filepath.Match(string(p), ""); err != nil {
 			return nil, fmt.Errorf("pattern %q: %w", p, err)
@@ -38,18 +39,31 @@ func selectNamespaces(sel policyv1.Target, all []namespace) ([]string, error) {
 			return nil, err
 		}
 	}
+	return &namespaceSelector{target: sel, labels: lsel}, nil
+}
+
+// selectNamespaces returns, sorted, the names of the namespaces sel
+// chooses: a namespace must match an include pattern (or, with no include
+// patterns, any name when a label selector is set), the label selector, and
+// no exclude pattern. Patterns are filepath.Match globs. A selector with
+// neither include patterns nor a label selector chooses nothing.
+func (s *namespaceSelector) selectNamespaces(all []namespace) []string {
+	sel := s.target
+	if len(sel.Include) == 0 && sel.LabelSelector == nil {
+		return nil
+	}
 	var names []string
 	for _, ns := range all {
 		if len(sel.Include) > 0 && !anyMatch(sel.Include, ns.name) {
 			continue
 		}
-		if anyMatch(sel.Exclude, ns.name) || !lsel.Matches(labels.Set(ns.labels)) {
+		if anyMatch(sel.Exclude, ns.name) || !s.labels.Matches(labels.Set(ns.labels)) {
 			continue
 		}
 		names = append(names, ns.name)
 	}
 	slices.Sort(names)
-	return names, nil
+	return names
 }
 
 func anyMatch(patterns []policyv1.NonEmptyString, name string) bool {

@@ -44,13 +44,13 @@ func TestSelectNamespaces(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			got, err := selectNamespaces(tt.sel, all)
+			parsed, err := parseNamespaceSelector(tt.sel)
 			if tt.wantErr != "" {
 				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(got).To(Equal(tt.want))
+			g.Expect(parsed.selectNamespaces(all)).To(Equal(tt.want))
 		})
 	}
 }
