@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # install-envtest-assets.sh builds the control-plane binaries the tests run
-# (kube-apiserver and etcd) from the Go module proxy into bin/k8s/<version>/.
+# (kube-apiserver, kube-controller-manager and etcd) from the Go module proxy
+# into bin/k8s/<version>/. kube-controller-manager runs on the hub only, with
+# its CSR signing and approving controllers: it signs the client certificates
+# OCM's registration asks for.
 # It does nothing when they are already there, so runs after the first are free.
 #
 # Note: `go install k8s.io/kubernetes/cmd/kube-apiserver@vX` is refused because
@@ -14,7 +17,12 @@ ETCD_VERSION="${ETCD_VERSION:-3.6.16}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest="${ENVTEST_ASSETS_DIR:-$root/bin/k8s/$KUBE_VERSION}"
 
-if [[ -x "$dest/kube-apiserver" && -x "$dest/etcd" ]]; then
+kube_components=(kube-apiserver kube-controller-manager)
+missing_kube=()
+for c in "${kube_components[@]}"; do
+	[[ -x "$dest/$c" ]] || missing_kube+=("$c")
+done
+if [[ ${#missing_kube[@]} == 0 && -x "$dest/etcd" ]]; then
 	exit 0
 fi
 mkdir -p "$dest"
@@ -22,12 +30,13 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0
 
-build_kube_apiserver() {
-	local dir="$work/kube-apiserver" minor="${KUBE_VERSION#*.}"
+# build_kube builds the missing Kubernetes components from one scratch module.
+build_kube() {
+	local dir="$work/kubernetes" minor="${KUBE_VERSION#*.}"
 	minor="${minor%%.*}"
 	mkdir -p "$dir"
 	cd "$dir"
-	go mod init canopy.local/kube-apiserver >/dev/null 2>&1
+	go mod init canopy.local/kubernetes >/dev/null 2>&1
 	go mod edit -require="k8s.io/kubernetes@v$KUBE_VERSION"
 	# Fetch k8s.io/kubernetes' go.mod to learn its staging modules.
 	local gomod
@@ -39,13 +48,21 @@ build_kube_apiserver() {
 	for mod in $staging; do
 		go mod edit -replace="$mod=$mod@v0.$minor.${KUBE_VERSION##*.}"
 	done
-	printf 'package tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n' >tools.go
+	{
+		printf 'package tools\n\nimport (\n'
+		for c in "${kube_components[@]}"; do
+			printf '\t_ "k8s.io/kubernetes/cmd/%s/app"\n' "$c"
+		done
+		printf ')\n'
+	} >tools.go
 	go mod tidy >/dev/null
 	local ldflags="-s -w"
 	ldflags+=" -X k8s.io/component-base/version.gitVersion=v$KUBE_VERSION"
 	ldflags+=" -X k8s.io/component-base/version.gitMajor=1"
 	ldflags+=" -X k8s.io/component-base/version.gitMinor=$minor"
-	go build -trimpath -ldflags "$ldflags" -o "$dest/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+	for c in "${missing_kube[@]}"; do
+		go build -trimpath -ldflags "$ldflags" -o "$dest/$c" "k8s.io/kubernetes/cmd/$c"
+	done
 }
 
 build_etcd() {
@@ -59,8 +76,9 @@ build_etcd() {
 	go build -trimpath -ldflags "-s -w" -o "$dest/etcd" go.etcd.io/etcd/server/v3
 }
 
-echo "Building kube-apiserver v$KUBE_VERSION and etcd v$ETCD_VERSION into $dest (a few minutes the first time)" >&2
+echo "Building ${missing_kube[*]} v$KUBE_VERSION and etcd v$ETCD_VERSION into $dest (a few minutes the first time)" >&2
 [[ -x "$dest/etcd" ]] || build_etcd
-[[ -x "$dest/kube-apiserver" ]] || build_kube_apiserver
+[[ ${#missing_kube[@]} == 0 ]] || build_kube
 "$dest/kube-apiserver" --version >&2
+"$dest/kube-controller-manager" --version >&2
 "$dest/etcd" --version | head -1 >&2

@@ -51,7 +51,7 @@ type ControlPlane struct {
 	AuditLogPath string
 
 	env      *envtest.Environment // nil for an existing cluster
-	usersMu  sync.Mutex           // envtest's certificate authority is not safe for concurrent use
+	usersMu  sync.Mutex           // envtest's AddUser is not safe for concurrent use
 	cleanup  string               // removed after stopping; "" when nothing is ours
 	stopOnce sync.Once
 	stopErr  error
@@ -129,7 +129,7 @@ func StartIn(ctx context.Context, name string, opts Options) (*ControlPlane, err
 func newEnvironment(dir string) (*envtest.Environment, error) {
 	paths := map[string]string{}
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
-		real, err := binaryPath(bin)
+		real, err := BinaryPath(bin)
 		if err != nil {
 			return nil, err
 		}
@@ -137,9 +137,16 @@ func newEnvironment(dir string) (*envtest.Environment, error) {
 			return nil, fmt.Errorf("wrapping %s: %w", bin, err)
 		}
 	}
+	ca, err := newClientCA()
+	if err != nil {
+		return nil, err
+	}
 	return &envtest.Environment{
 		ControlPlane: envtest.ControlPlane{
-			APIServer: &envtest.APIServer{Path: paths["kube-apiserver"], CertDir: filepath.Join(dir, "certs")},
+			APIServer: &envtest.APIServer{
+				Path: paths["kube-apiserver"], CertDir: filepath.Join(dir, "certs"),
+				SecureServing: envtest.SecureServing{Authn: ca},
+			},
 			Etcd:      &envtest.Etcd{Path: paths["etcd"], DataDir: filepath.Join(dir, "etcd")},
 		},
 		Scheme:                   Scheme(),
@@ -205,10 +212,24 @@ func (c *ControlPlane) AddUser(user string, groups ...string) (*rest.Config, err
 	return u.Config(), nil
 }
 
-// binaryPath finds a control-plane binary as envtest would, with this
+// ClientCA returns the paths of the certificate and private key of the
+// certificate authority that signs the control plane's client certificates
+// (AddUser's, and those kube-controller-manager issues for approved
+// CertificateSigningRequests). Only control planes started by this package
+// have them.
+func (c *ControlPlane) ClientCA() (certFile, keyFile string, err error) {
+	if c.env == nil {
+		return "", "", fmt.Errorf("control plane %s is an existing cluster: its client CA is not ours", c.Name)
+	}
+	dir := c.env.ControlPlane.APIServer.CertDir
+	return filepath.Join(dir, clientCACertFile), filepath.Join(dir, clientCAKeyFile), nil
+}
+
+// BinaryPath finds a Kubernetes binary (kube-apiserver, etcd,
+// kube-controller-manager) as envtest would, with this
 // repository's bin/k8s/<KubernetesVersion> as the default directory:
 // TEST_ASSET_KUBE_APISERVER / TEST_ASSET_ETCD, then KUBEBUILDER_ASSETS.
-func binaryPath(name string) (string, error) {
+func BinaryPath(name string) (string, error) {
 	path := os.Getenv("TEST_ASSET_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")))
 	if path == "" {
 		dir := os.Getenv("KUBEBUILDER_ASSETS")

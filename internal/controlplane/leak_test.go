@@ -81,7 +81,7 @@ func TestNoLeakWhenOwnerKilled(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the parent-death signal and /proc are Linux's")
 	}
-	if _, err := binaryPath("kube-apiserver"); err != nil {
+	if _, err := BinaryPath("kube-apiserver"); err != nil {
 		t.Skip(err)
 	}
 	modes := []string{"go", "none"}

@@ -42,6 +42,9 @@ type process struct {
 	name string
 	// bin is the binary's name in the assets directory.
 	bin string
+	// path, when set, is the binary to run instead of bin: one that is not
+	// OCM's, so it gets no OCM serving flags (see servingFlags).
+	path string
 	// args are its arguments.
 	args []string
 	// ready is a text its log shows once it works, such as the line OCM's
@@ -111,19 +114,26 @@ func (p process) run(ctx, bctx context.Context, goRun func(func()), dir string) 
 // command returns the command that runs p until ctx ends, in dir (see run),
 // its temporary files in tmp and its output to log.
 func (p process) command(ctx context.Context, dir, tmp string, log *os.File) (*exec.Cmd, error) {
-	bin, err := binaryPath(p.bin)
-	if err != nil {
-		return nil, err
+	bin, args := p.path, p.args
+	if bin == "" {
+		var err error
+		if bin, err = binaryPath(p.bin); err != nil {
+			return nil, err
+		}
+		servingArgs, err := servingFlags(tmp)
+		if err != nil {
+			return nil, err
+		}
+		args = slices.Concat(args, servingArgs)
 	}
 	owner, err := controlplane.OwnerEnv()
 	if err != nil {
 		return nil, err
 	}
-	servingArgs, err := servingFlags(tmp)
-	if err != nil {
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, bin, slices.Concat(p.args, servingArgs)...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = stopGrace
 	cmd.Env = append(os.Environ(), owner, envDir+"="+dir, "TMPDIR="+tmp)
