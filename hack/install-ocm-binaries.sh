@@ -17,11 +17,15 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest="${OCM_ASSETS_DIR:-$root/bin/ocm/$OCM_VERSION}"
 components=(registration work placement)
 # manifests are what internal/testenv/ocmagents needs: the hub RBAC OCM
-# registration gives each cluster's work agent, and the AddOnPlacementScore
+# registration gives each cluster's work agent, the bootstrap ClusterRole
+# and its binding for the registration agents' bootstrap ServiceAccount (as
+# OCM's cluster-manager chart installs them), and the AddOnPlacementScore
 # CRD the placement controller watches.
 manifests=(
 	pkg/registration/hub/manifests/rbac/managedcluster-work-clusterrole.yaml
 	pkg/registration/hub/manifests/rbac/managedcluster-work-rolebinding.yaml
+	deploy/cluster-manager/chart/cluster-manager/templates/bootstrap_cluster_role.yaml
+	deploy/cluster-manager/chart/cluster-manager/templates/bootstrap_sa_cluster_role_binding.yaml
 	manifests/cluster-manager/hub/crds/0000_05_clusters.open-cluster-management.io_addonplacementscores.crd.yaml
 )
 

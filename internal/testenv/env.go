@@ -40,6 +40,11 @@ type Options struct {
 	// AuditLog makes every API server log every write, with the deleted
 	// object for deletions (ControlPlane.ReadAuditLog).
 	AuditLog bool
+	// Unregistered leaves the managed clusters unknown to the hub: no
+	// ManagedCluster, cluster namespace or agent identity, and ManagedCluster
+	// has no hub fields. They join as OCM's agents make them
+	// (internal/testenv/ocmagents.Join), or with RegisterCluster.
+	Unregistered bool
 }
 
 // Env is a hub and its managed clusters.
@@ -103,7 +108,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 	}
 	e.state = state
 	e.identity = e.certificateIdentity
-	if err := e.startPlanes(ctx, names, opts.AuditLog); err != nil {
+	if err := e.startPlanes(ctx, names, opts); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -112,9 +117,10 @@ func Start(ctx context.Context, opts Options) (_ *Env, retErr error) {
 // startPlanes starts the hub and the managed clusters' control planes in
 // parallel and registers every cluster on the hub as soon as the hub is up.
 // Every plane started stays reachable by Stop, even when another fails.
-func (e *Env) startPlanes(ctx context.Context, names []string, audit bool) error {
+func (e *Env) startPlanes(ctx context.Context, names []string, opts Options) error {
 	planes := make([]*controlplane.ControlPlane, len(names))
 	e.Managed = make([]*ManagedCluster, len(names))
+	audit := opts.AuditLog
 	var g errgroup.Group
 	g.Go(func() error {
 		hub, err := e.startPlane(ctx, HubName, audit)
@@ -122,6 +128,9 @@ func (e *Env) startPlanes(ctx context.Context, names []string, audit bool) error
 			return err
 		}
 		e.Hub = hub
+		if opts.Unregistered {
+			return nil
+		}
 		var reg errgroup.Group // registration needs only the hub: overlap it with the clusters' start
 		for i, name := range names {
 			reg.Go(func() error {

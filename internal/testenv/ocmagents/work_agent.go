@@ -1,11 +1,9 @@
 package ocmagents
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
-	"text/template"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -17,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/testenv"
@@ -57,11 +54,10 @@ func workAgentGroups(cluster string) []string {
 // with the RBAC OCM gives them (kubeconfig:
 // env.Dir/<name>-work-hub.kubeconfig). Like the klusterlet, it creates
 // AddonNamespace on mc. The agent logs to env.Dir/work-agent-<name>.log.
+//
+// A cluster that joined with Join has its work agent already, with the
+// identity OCM issued.
 func StartWorkAgent(ctx context.Context, env *testenv.Env, mc *testenv.ManagedCluster) error {
-	addonNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AddonNamespace}}
-	if err := controlplane.CreateAll(ctx, mc.Client, []client.Object{addonNS}); err != nil {
-		return err
-	}
 	if err := ensureWorkRBAC(ctx, env.Hub.Client, mc.Name); err != nil {
 		return err
 	}
@@ -74,6 +70,16 @@ func StartWorkAgent(ctx context.Context, env *testenv.Env, mc *testenv.ManagedCl
 	}
 	hubKubeconfig := filepath.Join(env.Dir, mc.Name+"-work-hub.kubeconfig")
 	if err := controlplane.WriteKubeconfig(hubKubeconfig, mc.Name+"-work-agent", hubCfg); err != nil {
+		return err
+	}
+	return startWorkAgent(ctx, env, mc, hubKubeconfig)
+}
+
+// startWorkAgent creates AddonNamespace on mc, as the klusterlet does, and
+// runs the work agent of mc with hubKubeconfig.
+func startWorkAgent(ctx context.Context, env *testenv.Env, mc *testenv.ManagedCluster, hubKubeconfig string) error {
+	addonNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AddonNamespace}}
+	if err := controlplane.CreateAll(ctx, mc.Client, []client.Object{addonNS}); err != nil {
 		return err
 	}
 	return workAgent(mc, hubKubeconfig).start(ctx, env)
@@ -110,20 +116,8 @@ func ensureWorkRBAC(ctx context.Context, c client.Client, cluster string) error 
 	}{ManagedClusterName: cluster}
 	objs := []client.Object{&rbacv1.ClusterRole{}, &rbacv1.RoleBinding{}}
 	for i, file := range workRBACFiles {
-		raw, err := readManifest(file)
-		if err != nil {
+		if err := renderManifest(file, data, objs[i]); err != nil {
 			return err
-		}
-		tmpl, err := template.New(file).Parse(string(raw))
-		if err != nil {
-			return fmt.Errorf("parsing %s: %w", file, err)
-		}
-		var out bytes.Buffer
-		if err := tmpl.Execute(&out, data); err != nil {
-			return fmt.Errorf("rendering %s: %w", file, err)
-		}
-		if err := yaml.Unmarshal(out.Bytes(), objs[i]); err != nil {
-			return fmt.Errorf("parsing rendered %s: %w", file, err)
 		}
 		// Note: the finalizer is for OCM's registration controller, which
 		// does not run here; it would keep the binding forever.

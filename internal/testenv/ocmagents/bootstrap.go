@@ -1,0 +1,111 @@
+package ocmagents
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"text/template"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/canopy-policy/canopy/internal/controlplane"
+	"github.com/canopy-policy/canopy/internal/testenv"
+)
+
+// The hub's bootstrap identity, as OCM's cluster-manager chart creates it
+// (createBootstrapSA): a ServiceAccount whose token registration agents
+// present to create their ManagedCluster and CertificateSigningRequest, and
+// nothing else.
+const (
+	// BootstrapNamespace is the namespace of the bootstrap ServiceAccount
+	// (OCM's operator namespace).
+	BootstrapNamespace = "open-cluster-management"
+	// BootstrapServiceAccount is the bootstrap ServiceAccount in
+	// BootstrapNamespace.
+	BootstrapServiceAccount = "agent-registration-bootstrap"
+	// bootstrapTokenTTL is the lifetime of the bootstrap token a join uses.
+	bootstrapTokenTTL = time.Hour
+)
+
+// BootstrapUser is the hub user of the bootstrap ServiceAccount.
+const BootstrapUser = "system:serviceaccount:" + BootstrapNamespace + ":" + BootstrapServiceAccount
+
+// bootstrapRBACFiles are the ClusterRole open-cluster-management:bootstrap
+// and its binding to BootstrapServiceAccount, from OCM's chart.
+var bootstrapRBACFiles = []string{
+	"deploy/cluster-manager/chart/cluster-manager/templates/bootstrap_cluster_role.yaml",
+	"deploy/cluster-manager/chart/cluster-manager/templates/bootstrap_sa_cluster_role_binding.yaml",
+}
+
+// ensureBootstrapIdentity creates the hub's bootstrap ServiceAccount and its
+// RBAC, rendered from OCM's chart. It is idempotent.
+func ensureBootstrapIdentity(ctx context.Context, hub client.Client) error {
+	data := map[string]any{
+		"Values":  map[string]any{"createBootstrapSA": true, "createBootstrapToken": false},
+		"Release": map[string]any{"Namespace": BootstrapNamespace},
+	}
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: BootstrapNamespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: BootstrapServiceAccount, Namespace: BootstrapNamespace}},
+		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
+	}
+	for i, file := range bootstrapRBACFiles {
+		if err := renderManifest(file, data, objs[2+i]); err != nil {
+			return err
+		}
+	}
+	if err := controlplane.CreateAll(ctx, hub, objs); err != nil {
+		return fmt.Errorf("writing the hub's bootstrap identity: %w", err)
+	}
+	return nil
+}
+
+// writeBootstrapKubeconfig writes, as `clusteradm get token` prints it, a
+// kubeconfig for the hub with a new token of BootstrapServiceAccount, to
+// env.Dir/<cluster>-bootstrap.kubeconfig, and returns its path.
+func writeBootstrapKubeconfig(ctx context.Context, env *testenv.Env, cluster string) (string, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: BootstrapServiceAccount, Namespace: BootstrapNamespace}}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: ptr.To(int64(bootstrapTokenTTL.Seconds())),
+	}}
+	if err := env.Hub.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return "", fmt.Errorf("requesting a bootstrap token: %w", err)
+	}
+	cfg := rest.AnonymousClientConfig(env.Hub.Config)
+	cfg.BearerToken = tr.Status.Token
+	path := filepath.Join(env.Dir, cluster+"-bootstrap.kubeconfig")
+	if err := controlplane.WriteKubeconfig(path, "bootstrap", cfg); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// renderManifest renders the ocm module's file (a Go template, as OCM's
+// controllers and chart render it) with data into obj.
+func renderManifest(file string, data any, obj client.Object) error {
+	raw, err := readManifest(file)
+	if err != nil {
+		return err
+	}
+	tmpl, err := template.New(file).Parse(string(raw))
+	if err != nil {
+		return fmt.Errorf("parsing %s: %w", file, err)
+	}
+	var out bytes.Buffer
+	if err := tmpl.Execute(&out, data); err != nil {
+		return fmt.Errorf("rendering %s: %w", file, err)
+	}
+	if err := yaml.Unmarshal(out.Bytes(), obj); err != nil {
+		return fmt.Errorf("parsing rendered %s: %w", file, err)
+	}
+	return nil
+}
