@@ -147,7 +147,7 @@ func newEnvironment(dir string) (*envtest.Environment, error) {
 				Path: paths["kube-apiserver"], CertDir: filepath.Join(dir, "certs"),
 				SecureServing: envtest.SecureServing{Authn: ca},
 			},
-			Etcd:      &envtest.Etcd{Path: paths["etcd"], DataDir: filepath.Join(dir, "etcd")},
+			Etcd: &envtest.Etcd{Path: paths["etcd"], DataDir: filepath.Join(dir, "etcd")},
 		},
 		Scheme:                   Scheme(),
 		CRDInstallOptions:        envtest.CRDInstallOptions{PollInterval: 50 * time.Millisecond, MaxTime: time.Minute},
