@@ -23,7 +23,7 @@ import (
 // <addon>-hub-kubeconfig in namespace (the addon's install namespace): the
 // agent asks for it by CertificateSigningRequest once the addon is enabled,
 // the addon's manager on the hub approves it and grants its permissions,
-// and kube-controller-manager signs it (StartCSRSigner). AddonCredential
+// and kube-controller-manager signs it (StartControllerManager). AddonCredential
 // then writes the Secret's files into
 // env.Dir/<cluster>-<addon>-hub-kubeconfig/, as a kubelet mounts a Secret
 // for the addon's Deployment, waits until the credential may read Policies

@@ -44,7 +44,7 @@ type RegistrationOptions struct {
 // BootstrapUser). For accepted clusters it creates the cluster namespace and
 // the agents' hub RBAC, and watches their leases; it creates the default
 // and global ManagedClusterSets. Clusters' certificates are signed by
-// kube-controller-manager: start it with StartCSRSigner. It logs to
+// kube-controller-manager: start it with StartControllerManager. It logs to
 // env.Dir/logs/registration-controller.log.
 func StartRegistrationController(ctx context.Context, env *testenv.Env, opts RegistrationOptions) error {
 	if err := ensureBootstrapIdentity(ctx, env.Hub.Client); err != nil {

@@ -13,6 +13,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -23,14 +24,15 @@ import (
 	"github.com/canopy-policy/canopy/internal/testenv/ocmagents"
 )
 
-// TestCSRSigner checks that the hub's kube-controller-manager signs an
-// approved client-certificate request, and that the hub's kube-apiserver
-// accepts the certificate as the user and groups it names.
-func TestCSRSigner(t *testing.T) {
+// TestControllerManager checks that the hub's kube-controller-manager signs
+// an approved client-certificate request, that the hub's kube-apiserver
+// accepts the certificate as the user and groups it names, and that it
+// collects the objects of a deleted owner.
+func TestControllerManager(t *testing.T) {
 	g := NewWithT(t)
 	env := testenv.ForTest(t, testenv.Options{ManagedClusters: []string{}})
 	logOnFailure(t, env)
-	g.Expect(ocmagents.StartCSRSigner(t.Context(), env)).To(Succeed())
+	g.Expect(ocmagents.StartControllerManager(t.Context(), env)).To(Succeed())
 	kube := kubernetes.NewForConfigOrDie(env.Hub.Config)
 	ctx := t.Context()
 
@@ -72,4 +74,17 @@ func TestCSRSigner(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(review.Status.UserInfo.Username).To(Equal("someone"))
 	g.Expect(review.Status.UserInfo.Groups).To(ContainElement("some-group"))
+
+	owner, err := kube.CoreV1().ConfigMaps("default").Create(ctx,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = kube.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name: "owned", OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}},
+	}}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(kube.CoreV1().ConfigMaps("default").Delete(ctx, owner.Name, metav1.DeleteOptions{})).To(Succeed())
+	g.Eventually(func() bool {
+		_, err := kube.CoreV1().ConfigMaps("default").Get(ctx, "owned", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(time.Minute).Should(BeTrue(), "the garbage collector deletes what the deleted ConfigMap owned")
 }
