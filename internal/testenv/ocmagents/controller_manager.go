@@ -31,8 +31,9 @@ func StartControllerManager(ctx context.Context, env *testenv.Env) error {
 		return fmt.Errorf("finding the hub's client CA: %w", err)
 	}
 	p := process{
-		name: "kube-controller-manager",
-		path: bin,
+		name:  "kube-controller-manager",
+		path:  bin,
+		plain: true,
 		args: []string{
 			"--kubeconfig=" + env.Hub.KubeconfigPath,
 			"--controllers=csrsigning,csrapproving,garbagecollector",

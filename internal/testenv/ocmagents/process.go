@@ -42,9 +42,17 @@ type process struct {
 	name string
 	// bin is the binary's name in the assets directory.
 	bin string
-	// path, when set, is the binary to run instead of bin: one that is not
-	// OCM's, so it gets no OCM serving flags (see servingFlags).
+	// path, when set, is the binary to run instead of bin, such as
+	// kube-controller-manager.
 	path string
+	// plain says the binary is not one of OCM's controllers and agents
+	// (library-go's controllercmd), so it gets no serving flags (see
+	// servingFlags).
+	plain bool
+	// env is added to the process's environment.
+	env []string
+	// onExit, when set, runs once the process has exited.
+	onExit func()
 	// args are its arguments.
 	args []string
 	// ready is a text its log shows once it works, such as the line OCM's
@@ -85,6 +93,9 @@ func (p process) run(ctx, bctx context.Context, goRun func(func()), dir string) 
 	if err != nil {
 		stop()
 		_ = os.RemoveAll(tmp)
+		if p.onExit != nil {
+			p.onExit()
+		}
 		return fmt.Errorf("starting OCM's %s: %w", p.name, err)
 	}
 	var waitErr error
@@ -97,6 +108,9 @@ func (p process) run(ctx, bctx context.Context, goRun func(func()), dir string) 
 		}
 		stop()
 		_ = os.RemoveAll(tmp)
+		if p.onExit != nil {
+			p.onExit()
+		}
 		close(exited)
 	})
 	if err := p.waitReady(ctx, logPath, exited); err != nil {
@@ -120,6 +134,8 @@ func (p process) command(ctx context.Context, dir, tmp string, log *os.File) (*e
 		if bin, err = binaryPath(p.bin); err != nil {
 			return nil, err
 		}
+	}
+	if !p.plain {
 		servingArgs, err := servingFlags(tmp)
 		if err != nil {
 			return nil, err
@@ -136,7 +152,7 @@ func (p process) command(ctx context.Context, dir, tmp string, log *os.File) (*e
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = stopGrace
-	cmd.Env = append(os.Environ(), owner, envDir+"="+dir, "TMPDIR="+tmp)
+	cmd.Env = slices.Concat(os.Environ(), p.env, []string{owner, envDir + "=" + dir, "TMPDIR=" + tmp})
 	cmd.Stdout, cmd.Stderr = log, log
 	tieToTest(cmd)
 	return cmd, nil
