@@ -61,7 +61,7 @@ func AddonInstallSpec(inputGetter func() AddonInstallSpecInput) {
 		Expect(input.ManagedClient).NotTo(BeNil(), "AddonInstallSpec needs a ManagedClient")
 		Expect(input.ClusterName).NotTo(BeEmpty(), "AddonInstallSpec needs a ClusterName")
 		Expect(input.Env).NotTo(BeNil(), "AddonInstallSpec needs an Env")
-		runHub(input.HubConfig)
+		runHub(input.HubConfig, false) // the suite runs the addon manager (StartEnvironment)
 	})
 
 	It("delivers the agent's manifests to the managed cluster", func(ctx SpecContext) {
@@ -140,12 +140,12 @@ func namespacePolicy(ns, name, wanted string) *policyv1.Policy {
 	}
 }
 
-// runHub runs the hub as cmd/hub assembles it, with its addon manager, until
-// the spec ends.
-func runHub(cfg *rest.Config) {
+// runHub runs the hub as cmd/hub assembles it, with its addon manager when
+// addonManager is set, until the spec (or the ordered container) ends.
+func runHub(cfg *rest.Config, addonManager bool) {
 	GinkgoHelper()
 	opts := inproc.HubOptions()
-	opts.AddonManager, opts.Agent = true, addon.Options{Image: "example.com/canopy:e2e"}
+	opts.AddonManager, opts.Agent = addonManager, addon.Options{Image: "example.com/canopy:e2e"}
 	running, err := inproc.RunHub(context.Background(), cfg, opts)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(running.Stop()).To(Succeed()) })

@@ -50,7 +50,7 @@ var _ = Describe("Registering a managed cluster", Ordered, func() {
 		Expect(ocmagents.StartRegistrationController(ctx, fleet, ocmagents.RegistrationOptions{})).To(Succeed())
 		Expect(ocmagents.StartPlacementController(ctx, fleet)).To(Succeed())
 		Expect(ocmagents.StartAddonWebhook(ctx, fleet)).To(Succeed())
-		runHub(fleet.Hub.Config)
+		runHub(fleet.Hub.Config, true)
 	}, NodeTimeout(3*time.Minute))
 
 	It("joins from a bootstrap kubeconfig, gets the agent through the addon, and reports a policy Compliant on the hub",

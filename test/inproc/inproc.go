@@ -18,6 +18,7 @@ import (
 
 	"github.com/canopy-policy/canopy/pkg/agent"
 	"github.com/canopy-policy/canopy/pkg/hub"
+	"github.com/canopy-policy/canopy/pkg/hub/addon"
 )
 
 // testInterval replaces, in RunAgent, the agent's retry delay and Lease
@@ -69,6 +70,21 @@ func RunHub(ctx context.Context, cfg *rest.Config, opts hub.Options) (*Running, 
 		return nil, err
 	}
 	if err := hub.Setup(ctx, mgr, opts); err != nil {
+		return nil, err
+	}
+	return start(ctx, mgr), nil
+}
+
+// RunAddonManager runs only Canopy's addon manager (what cmd/hub runs with
+// --addon-manager) against the hub cfg, until Stop or until ctx ends: a
+// suite whose specs run the other hub controllers themselves keeps one
+// addon manager for every spec.
+func RunAddonManager(ctx context.Context, cfg *rest.Config, opts addon.Options) (*Running, error) {
+	mgr, err := newManager(cfg, hub.ManagerOptions(hub.Options{}))
+	if err != nil {
+		return nil, err
+	}
+	if err := (&addon.Manager{Options: opts}).SetupWithManager(ctx, mgr); err != nil {
 		return nil, err
 	}
 	return start(ctx, mgr), nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -30,54 +31,119 @@ var addonCRDs = []string{
 
 // webhookHealthPort is the port of the health probe every OCM webhook
 // server listens on, fixed in its code: two cannot run on one machine at
-// once, so StartAddonWebhook takes a machine-wide lock (webhookLockFile)
-// for as long as its webhook runs.
+// once, so the webhook holds a machine-wide lock (webhookLockFile) for as
+// long as it runs.
 const webhookHealthPort = 8000
 
 // webhookLockFile serializes OCM webhook servers across processes.
 var webhookLockFile = filepath.Join(os.TempDir(), "canopy-ocm-webhook-"+strconv.Itoa(webhookHealthPort)+".lock")
 
-// StartAddonWebhook runs OCM's addon API conversion webhook (the addon
-// binary's webhook-server, as the cluster-manager runs it) for env's hub
-// until env.Stop, and makes the hub's ManagedClusterAddOn and
-// ClusterManagementAddOn CRDs convert through it, as the cluster-manager
-// configures them. Without it the v1alpha1 view of an addon that
-// addon-framework wrote at v1beta1 lacks its registrations, and OCM's
-// registration agent never asks for the addon's credential.
+// StartAddonWebhook makes the hub of env convert its ManagedClusterAddOn
+// and ClusterManagementAddOn CRDs through OCM's addon API conversion
+// webhook (the addon binary's webhook-server, as the cluster-manager runs
+// and configures it), until env.Stop. Without it the v1alpha1 view of an
+// addon that addon-framework wrote at v1beta1 lacks its registrations, and
+// OCM's registration agent never asks for the addon's credential.
 //
-// Note: OCM's webhook servers listen on the fixed port 8000 for health
-// probes; StartAddonWebhook waits while another Env's webhook runs (or
-// fails when something else holds the port).
+// Note: conversion needs no cluster state, so one webhook process serves
+// every Env of this test process; it runs while any of them does. OCM's
+// webhook servers listen on the fixed port 8000 for health probes, so the
+// webhook waits while another test process's runs (and fails when
+// something else holds the port).
 func StartAddonWebhook(ctx context.Context, env *testenv.Env) error {
+	w, err := acquireWebhook(ctx, env.Hub.KubeconfigPath)
+	if err != nil {
+		return err
+	}
+	bctx, goRun := env.Background(ctx)
+	goRun(func() {
+		<-bctx.Done()
+		releaseWebhook()
+	})
+	return convertThrough(ctx, env.Hub.Client, w.url, w.caBundle)
+}
+
+// webhook is the running conversion webhook of this test process.
+type webhook struct {
+	url      string
+	caBundle []byte
+	users    int
+	stop     func() // stops the process and waits for it
+}
+
+var (
+	webhookMu sync.Mutex
+	running   *webhook
+)
+
+// acquireWebhook returns the running webhook, starting it (with kubeconfig,
+// which its manager requires) if none runs.
+func acquireWebhook(ctx context.Context, kubeconfig string) (*webhook, error) {
+	webhookMu.Lock()
+	defer webhookMu.Unlock()
+	if running == nil {
+		w, err := startWebhook(ctx, kubeconfig)
+		if err != nil {
+			return nil, err
+		}
+		running = w
+	}
+	running.users++
+	return running, nil
+}
+
+// releaseWebhook stops the webhook when its last Env stops.
+func releaseWebhook() {
+	webhookMu.Lock()
+	defer webhookMu.Unlock()
+	if running == nil {
+		return
+	}
+	if running.users--; running.users == 0 {
+		running.stop()
+		running = nil
+	}
+}
+
+// startWebhook starts the webhook process, in a directory of its own, with
+// the machine-wide lock held until it exits.
+func startWebhook(ctx context.Context, kubeconfig string) (_ *webhook, retErr error) {
 	unlock, err := lockWebhookPort(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	certDir := filepath.Join(env.Dir, "addon-webhook-certs")
+	dir, err := os.MkdirTemp("", "canopy-ocm-addon-webhook-")
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	cleanup := func() { unlock(); _ = os.RemoveAll(dir) }
+	certDir := filepath.Join(dir, "certs")
 	caBundle, err := writeServingCert(certDir)
-	if err != nil {
-		unlock()
-		return err
+	var port int
+	if err == nil {
+		port, err = freePort()
 	}
-	port, err := freePort()
 	if err != nil {
-		unlock()
-		return err
+		cleanup()
+		return nil, err
 	}
 	p := process{
-		name:   "addon-webhook",
-		bin:    "addon",
-		plain:  true,
+		name: "addon-webhook", bin: "addon", plain: true,
 		args:   []string{"webhook-server", "--port=" + strconv.Itoa(port), "--certdir=" + certDir},
-		env:    []string{"KUBECONFIG=" + env.Hub.KubeconfigPath},
+		env:    []string{"KUBECONFIG=" + kubeconfig},
 		ready:  `"Serving webhook server"`,
-		onExit: unlock,
+		onExit: cleanup,
 	}
-	if err := p.start(ctx, env); err != nil {
-		return err
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	if err := p.run(ctx, bctx, wg.Go, dir); err != nil {
+		cancel()
+		wg.Wait()
+		return nil, err
 	}
-	url := fmt.Sprintf("https://127.0.0.1:%d/convert", port)
-	return convertThrough(ctx, env.Hub.Client, url, caBundle)
+	stop := func() { cancel(); wg.Wait() }
+	return &webhook{url: fmt.Sprintf("https://127.0.0.1:%d/convert", port), caBundle: caBundle, stop: stop}, nil
 }
 
 // lockWebhookPort takes webhookLockFile, waiting while another process
