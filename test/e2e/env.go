@@ -7,11 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/internal/testenv/ocmagents"
-	"github.com/canopy-policy/canopy/pkg/hub/addon"
 	"github.com/canopy-policy/canopy/test/inproc"
 )
 
@@ -49,71 +45,23 @@ func StartEnvironment(ctx context.Context) (*testenv.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := runAddonManager(ctx, env); err != nil {
+	if err := inproc.StartAddonManager(ctx, env); err != nil {
 		return nil, stopOnError(env, err)
 	}
 	return env, nil
 }
 
-// startJoined starts a hub and the managed clusters as an OCM fleet: the
-// hub runs kube-controller-manager, OCM's registration controller and
-// addon webhook; each cluster joins with its registration agent and gets
-// its work agent; the canopy-policy addon is enabled on every cluster, and
-// each cluster's hub fields (HubConfig, HubClient) hold the addon
-// credential OCM issued. Nothing the agents use is made by testenv.
+// startJoined starts a hub and the managed clusters as an OCM fleet
+// (inproc.JoinFleet): every agent credential is one OCM issued.
 func startJoined(ctx context.Context) (*testenv.Env, error) {
 	env, err := testenv.Start(ctx, testenv.Options{Unregistered: true})
 	if err != nil {
 		return nil, err
 	}
-	for _, step := range []func(context.Context, *testenv.Env) error{
-		ocmagents.StartControllerManager,
-		func(ctx context.Context, env *testenv.Env) error {
-			return ocmagents.StartRegistrationController(ctx, env, ocmagents.RegistrationOptions{})
-		},
-		ocmagents.StartAddonWebhook,
-		runAddonManager,
-		joinAll,
-	} {
-		if err := step(ctx, env); err != nil {
-			return nil, stopOnError(env, err)
-		}
+	if err := inproc.JoinFleet(ctx, env); err != nil {
+		return nil, stopOnError(env, err)
 	}
 	return env, nil
-}
-
-// joinAll joins every managed cluster of env, enables the addon on it and
-// waits for the addon's credential.
-func joinAll(ctx context.Context, env *testenv.Env) error {
-	var g errgroup.Group
-	for _, mc := range env.Managed {
-		g.Go(func() error {
-			if _, err := ocmagents.Join(ctx, env, mc, true); err != nil {
-				return err
-			}
-			if err := env.EnableAddon(ctx, mc.Name, addon.Name); err != nil {
-				return err
-			}
-			return ocmagents.AddonCredential(ctx, env, mc, addon.Name, addon.DefaultInstallNamespace)
-		})
-	}
-	return g.Wait()
-}
-
-// runAddonManager runs Canopy's addon manager on env's hub until env stops.
-func runAddonManager(ctx context.Context, env *testenv.Env) error {
-	bctx, goRun := env.Background(ctx)
-	running, err := inproc.RunAddonManager(bctx, env.Hub.Config, addon.Options{Image: "example.com/canopy:e2e"})
-	if err != nil {
-		return err
-	}
-	goRun(func() {
-		<-bctx.Done()
-		if err := running.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: stopping the addon manager:", err)
-		}
-	})
-	return nil
 }
 
 // stopOnError stops env after err, and returns err with what stopping it

@@ -33,12 +33,11 @@ import (
 func TestAgentReadsOnlyItsKey(t *testing.T) {
 	suite.Get(t) // starts env on first use
 	g := NewWithT(t)
-	hooked := permissionHookIdentity(t, "sec-key-hooked")
 	for _, id := range []identity{
-		{name: "permission hook", cfg: hooked, user: agentrbac.User("sec-key-hooked"), groups: agentrbac.Groups("sec-key-hooked"),
-			own: "sec-key-hooked", other: "cluster1"},
-		{name: "testenv", cfg: env.Managed[0].HubConfig, user: agentrbac.User("cluster1"), groups: agentrbac.Groups("cluster1"),
-			own: "cluster1", other: "cluster2"},
+		{name: "cluster1, issued by OCM", cfg: env.Managed[0].HubConfig, user: agentrbac.User("cluster1"),
+			groups: agentrbac.Groups("cluster1"), own: "cluster1", other: "cluster2"},
+		{name: "cluster2, issued by OCM", cfg: env.Managed[1].HubConfig, user: agentrbac.User("cluster2"),
+			groups: agentrbac.Groups("cluster2"), own: "cluster2", other: "cluster1"},
 	} {
 		t.Run(id.name, func(t *testing.T) {
 			key := templating.EncryptionKeySecret

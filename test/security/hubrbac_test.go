@@ -3,24 +3,19 @@ package security_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
-	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/scheme"
-	"github.com/canopy-policy/canopy/pkg/hub/addon"
 	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
 )
 
@@ -36,19 +31,19 @@ type identity struct {
 
 // TestAgentHubIdentity checks, with SubjectAccessReviews and real requests,
 // that an agent's hub identity may work with the replicas of its own
-// cluster namespace and nothing else. Two identities are checked: one
-// granted by the addon's permission hook (pkg/hub/addon.Permission), and
-// testenv's stand-in that every other test uses.
+// cluster namespace and nothing else. The identities are those OCM issued
+// to each cluster's addon agent (the suite's clusters joined as an OCM
+// fleet, inproc.JoinFleet), with the permissions Canopy's addon manager
+// granted through its permission hook (pkg/hub/addon.Permission).
 func TestAgentHubIdentity(t *testing.T) {
 	suite.Get(t) // starts env on first use
 	g := NewWithT(t)
 	rootNS := controlplane.Namespace(t, env.Hub.Client)
-	hooked := permissionHookIdentity(t, "sec-hooked")
 	for _, id := range []identity{
-		{name: "permission hook", cfg: hooked, user: agentrbac.User("sec-hooked"), groups: agentrbac.Groups("sec-hooked"),
-			own: "sec-hooked", other: "cluster1", rootNamespace: rootNS},
-		{name: "testenv", cfg: env.Managed[0].HubConfig, user: agentrbac.User("cluster1"), groups: agentrbac.Groups("cluster1"),
-			own: "cluster1", other: "cluster2", rootNamespace: rootNS},
+		{name: "cluster1, issued by OCM", cfg: env.Managed[0].HubConfig, user: agentrbac.User("cluster1"),
+			groups: agentrbac.Groups("cluster1"), own: "cluster1", other: "cluster2", rootNamespace: rootNS},
+		{name: "cluster2, issued by OCM", cfg: env.Managed[1].HubConfig, user: agentrbac.User("cluster2"),
+			groups: agentrbac.Groups("cluster2"), own: "cluster2", other: "cluster1", rootNamespace: rootNS},
 	} {
 		t.Run(id.name, func(t *testing.T) {
 			for _, c := range accessChecks(id) {
@@ -156,30 +151,4 @@ func createPolicy(t *testing.T, namespace, name string) *policyv1.Policy {
 	}
 	t.Cleanup(func() { _ = env.Hub.Client.Delete(context.Background(), p) })
 	return p
-}
-
-// permissionHookIdentity runs the addon's permission hook for a cluster, as
-// the addon manager does once the cluster enables the addon, and returns
-// the hub identity OCM's registration would issue its agent.
-func permissionHookIdentity(t *testing.T, cluster string) *rest.Config {
-	t.Helper()
-	g := NewWithT(t)
-	ctx := t.Context()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}}
-	g.Expect(client.IgnoreAlreadyExists(env.Hub.Client.Create(ctx, ns))).To(Succeed())
-	kube, err := kubernetes.NewForConfig(env.Hub.Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}
-	mca := &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{
-		Name: addon.Name, Namespace: cluster, UID: types.UID("00000000-0000-0000-0000-000000000001"),
-	}}
-	g.Expect(addon.Permission(kube)(ctx, mc, mca)).To(Succeed())
-	cfg, err := env.Hub.AddUser(agentrbac.User(cluster), agentrbac.Groups(cluster)...)
-	g.Expect(err).NotTo(HaveOccurred())
-	agent, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Eventually(func() error { // the authorizer's caches catch up
-		return agent.List(ctx, &policyv1.PolicyList{}, client.InNamespace(cluster))
-	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
-	return cfg
 }

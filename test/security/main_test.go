@@ -2,9 +2,11 @@ package security_test
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/klog/v2"
@@ -12,14 +14,18 @@ import (
 
 	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/test/inproc"
 )
 
-// suite is a hub and two managed clusters.
+// suite is a hub and two managed clusters joined as an OCM fleet: every
+// agent identity the tests check is one OCM issued.
 var suite = &testenv.Suite{
-	Options: testenv.Options{ManagedClusters: []string{"cluster1", "cluster2"}},
+	Options: testenv.Options{ManagedClusters: []string{"cluster1", "cluster2"}, Unregistered: true},
 	Start: func(e *testenv.Env) (func() error, error) {
 		env = e
-		return func() error { return nil }, nil
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		return func() error { return nil }, inproc.JoinFleet(ctx, e)
 	},
 }
 
