@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"golang.org/x/term"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,53 +46,108 @@ func (d *demo) say(format string, args ...any) {
 	fmt.Fprintf(d.out, format+"\n", args...)
 }
 
-// startClusters starts the hub, the managed clusters, OCM's placement
-// controller and work agents (internal/testenv/ocmagents), and labels the clusters as the examples' Placements expect:
-// every cluster is a dev cluster, and the last one is also a canary.
+// startClusters starts the hub and the managed clusters, OCM's hub
+// components (kube-controller-manager for certificates, the registration
+// and placement controllers, the addon webhook), and joins every cluster
+// the way `clusteradm join` does: its registration agent asks with a
+// bootstrap token, the hub accepts it (auto-approval of the bootstrap
+// user, as a demo hub may be set up) and signs its certificate, and its
+// work agent starts with the identity OCM issued. It then labels the
+// clusters as the examples' Placements expect: every cluster is a dev
+// cluster named by its name label (as ACM's import labels it), and the last
+// one is also a canary.
 func (d *demo) startClusters(ctx context.Context) error {
 	start := time.Now()
-	d.say("Starting a hub and %d managed clusters (kube-apiserver + etcd each), OCM's placement controller and work agents...",
+	d.say("Starting a hub and %d managed clusters (kube-apiserver + etcd each) and OCM's hub controllers...",
 		len(d.opts.clusters))
-	env, err := testenv.Start(ctx, testenv.Options{ManagedClusters: d.opts.clusters, Dir: d.dir})
+	env, err := testenv.Start(ctx, testenv.Options{ManagedClusters: d.opts.clusters, Dir: d.dir, Unregistered: true})
 	if err != nil {
 		return fmt.Errorf("starting the clusters: %w", err)
 	}
 	d.env = env
-	if err := ocmagents.StartPlacementController(ctx, env); err != nil {
-		return fmt.Errorf("starting the placement controller: %w", err)
-	}
-	if err := ocmagents.StartWorkAgents(ctx, env); err != nil {
-		return err
-	}
-	for i, name := range d.opts.clusters {
-		labels := map[string]string{"environment": "dev"}
-		if i == len(d.opts.clusters)-1 {
-			labels["canary"] = "true"
+	for _, step := range []func(context.Context, *testenv.Env) error{
+		ocmagents.StartControllerManager,
+		func(ctx context.Context, env *testenv.Env) error {
+			return ocmagents.StartRegistrationController(ctx, env, ocmagents.RegistrationOptions{AutoApprove: true})
+		},
+		ocmagents.StartPlacementController,
+		ocmagents.StartAddonWebhook,
+	} {
+		if err := step(ctx, env); err != nil {
+			return err
 		}
-		mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		patch := client.MergeFrom(mc.DeepCopy())
-		mc.Labels = labels
-		if err := env.Hub.Client.Patch(ctx, mc, patch); err != nil {
-			return fmt.Errorf("labelling managed cluster %s: %w", name, err)
+	}
+	d.say("  hub ready in %s; joining the clusters (clusteradm join, with a bootstrap token):", time.Since(start).Round(100*time.Millisecond))
+	for i, mc := range env.Managed {
+		if err := d.join(ctx, mc, i == len(env.Managed)-1); err != nil {
+			return err
 		}
-		d.say("  registered managed cluster %s with labels %v", name, labels)
 	}
 	d.say("Clusters ready in %s.", time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 
-// startCanopy runs the hub controller and one agent per managed cluster.
-func (d *demo) startCanopy(context.Context) error {
-	logs := filepath.Join(d.dir, "logs")
-	hub, err := startProcess("canopy-hub", filepath.Join(d.opts.binDir, "canopy-hub"), logs,
+// join joins mc and labels it; canary marks the canary cluster.
+func (d *demo) join(ctx context.Context, mc *testenv.ManagedCluster, canary bool) error {
+	start := time.Now()
+	if _, err := ocmagents.Join(ctx, d.env, mc, false); err != nil {
+		return err
+	}
+	csrs := &certificatesv1.CertificateSigningRequestList{}
+	if err := d.env.Hub.Client.List(ctx, csrs, client.MatchingLabels{clusterv1.ClusterNameLabelKey: mc.Name}); err != nil {
+		return err
+	}
+	for _, csr := range csrs.Items {
+		d.say("  %s: CertificateSigningRequest %s by %s: %s, signed", mc.Name, csr.Name, csr.Spec.Username, approval(csr))
+	}
+	labels := map[string]string{"name": mc.Name, "environment": "dev"}
+	if canary {
+		labels["canary"] = "true"
+	}
+	cluster := &clusterv1.ManagedCluster{}
+	if err := d.env.Hub.Client.Get(ctx, client.ObjectKey{Name: mc.Name}, cluster); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(cluster.DeepCopy())
+	if cluster.Labels == nil {
+		cluster.Labels = map[string]string{}
+	}
+	maps.Copy(cluster.Labels, labels)
+	if err := d.env.Hub.Client.Patch(ctx, cluster, patch); err != nil {
+		return fmt.Errorf("labelling managed cluster %s: %w", mc.Name, err)
+	}
+	d.say("  %s: accepted and joined in %s; labelled %v", mc.Name, time.Since(start).Round(100*time.Millisecond), labels)
+	return nil
+}
+
+// approval says who approved csr, from its Approved condition.
+func approval(csr certificatesv1.CertificateSigningRequest) string {
+	for _, c := range csr.Status.Conditions {
+		if c.Type == certificatesv1.CertificateApproved {
+			return "approved (" + c.Reason + ")"
+		}
+	}
+	return "not approved"
+}
+
+// startHub runs the hub controller, with its addon manager and dashboard.
+func (d *demo) startHub(context.Context) error {
+	hub, err := startProcess("canopy-hub", filepath.Join(d.opts.binDir, "canopy-hub"), d.logs(),
 		"--kubeconfig", d.env.Hub.KubeconfigPath, "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		"--dashboard-address", d.opts.dashboard)
 	if err != nil {
 		return err
 	}
 	d.procs = append(d.procs, hub)
+	d.say("Started canopy-hub (logs in %s).", d.logs())
+	return nil
+}
+
+// startAgents runs one agent per managed cluster, each with the hub
+// credential OCM issued its addon (enableAddon waits for it).
+func (d *demo) startAgents(context.Context) error {
 	for _, m := range d.env.Managed {
-		agent, err := startProcess("canopy-agent-"+m.Name, filepath.Join(d.opts.binDir, "canopy-agent"), logs,
+		agent, err := startProcess("canopy-agent-"+m.Name, filepath.Join(d.opts.binDir, "canopy-agent"), d.logs(),
 			"--kubeconfig", m.KubeconfigPath, "--hub-kubeconfig", m.HubKubeconfigPath, "--cluster-name", m.Name,
 			"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
 		if err != nil {
@@ -99,9 +155,11 @@ func (d *demo) startCanopy(context.Context) error {
 		}
 		d.procs = append(d.procs, agent)
 	}
-	d.say("Started canopy-hub and %d canopy-agent processes (logs in %s).", len(d.env.Managed), logs)
+	d.say("Started %d canopy-agent processes, each with its addon's OCM-issued hub credential.", len(d.env.Managed))
 	return nil
 }
+
+func (d *demo) logs() string { return filepath.Join(d.dir, "logs") }
 
 // applyExamples applies the example policies on the hub.
 func (d *demo) applyExamples(ctx context.Context) error {

@@ -1,7 +1,8 @@
 // Command demo runs the whole of Canopy locally: a hub and managed clusters
-// (each a real kube-apiserver and etcd), OCM's placement controller and work
-// agents in process, the hub controller and one agent per cluster as local
-// processes, and the example policies. It prints the fleet's compliance as it
+// (each a real kube-apiserver and etcd), OCM's hub controllers and
+// klusterlet agents (the clusters join as with clusteradm), the hub
+// controller and one agent per cluster as local processes, and the example
+// policies. It prints the fleet's compliance as it
 // changes, then keeps running so the user can explore with kubectl. `make
 // demo` builds the binaries and runs it.
 package main
@@ -63,7 +64,7 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 	}
 	d := &demo{opts: opts, dir: dir, out: out}
 	defer d.stop()
-	for _, step := range []func(context.Context) error{d.startClusters, d.startCanopy, d.enableAddon, d.applyExamples} {
+	for _, step := range []func(context.Context) error{d.startClusters, d.startHub, d.enableAddon, d.startAgents, d.applyExamples} {
 		if err := step(ctx); err != nil {
 			return err
 		}
