@@ -86,6 +86,34 @@ func TestCLILinksNoHubPackage(t *testing.T) {
 	}
 }
 
+// TestLinksNoOCMComponent checks that no package of the module, tests
+// included, links OCM's own components (open-cluster-management.io/ocm):
+// OCM's registration, work and placement run as the binaries
+// hack/install-ocm-binaries.sh builds, outside this module, as on a real
+// hub, so that their dependencies never constrain Canopy's.
+func TestLinksNoOCMComponent(t *testing.T) {
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatalf("finding the module's root: %v", err)
+	}
+	cmd := exec.Command("go", "list", "-e", "-test", "-deps", "-f", "{{.ImportPath}}", "./...")
+	cmd.Dir = strings.TrimSpace(string(root))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -test -deps ./...: %v", err)
+	}
+	var linked []string
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "open-cluster-management.io/ocm/") {
+			linked = append(linked, pkg)
+		}
+	}
+	if len(linked) > 0 {
+		t.Errorf("packages of OCM's components are linked (run them as processes, see internal/testenv/ocmagents):\n  %s",
+			strings.Join(linked, "\n  "))
+	}
+}
+
 // TestViolationsCatchesBadImports checks the checker on made-up packages.
 func TestViolationsCatchesBadImports(t *testing.T) {
 	pkgs := []goPackage{
