@@ -82,3 +82,4 @@ echo "Building ${missing_kube[*]} v$KUBE_VERSION and etcd v$ETCD_VERSION into $d
 "$dest/kube-apiserver" --version >&2
 "$dest/kube-controller-manager" --version >&2
 "$dest/etcd" --version | head -1 >&2
+echo "install-envtest-assets.sh: built in ${SECONDS}s" >&2

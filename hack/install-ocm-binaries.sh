@@ -79,3 +79,4 @@ for c in "${missing_bins[@]}"; do
 	echo "building OCM $c v$OCM_VERSION into $dest"
 	go build -trimpath -ldflags "-s -w" -o "$dest/$c" "open-cluster-management.io/ocm/cmd/$c"
 done
+echo "install-ocm-binaries.sh: built in ${SECONDS}s"
