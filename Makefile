@@ -91,17 +91,17 @@ build: ## Build canopy-hub, canopy-agent and kubectl-canopy into bin/.
 	go build -o bin/kubectl-canopy ./cmd/kubectl-canopy
 
 .PHONY: demo
-demo: envtest-assets ocm-assets build ## Run Canopy locally: a hub, two managed clusters, the examples, a compliance table.
+demo: envtest-assets ocm-assets build ## Run Canopy locally: a hub, two managed clusters joining it, the examples, a compliance table.
 	go run ./hack/demo
 
 ##@ Tools
 
 .PHONY: envtest-assets
-envtest-assets: ## Build kube-apiserver and etcd into bin/k8s/ (once; minutes the first time).
+envtest-assets: ## Build kube-apiserver, kube-controller-manager and etcd into bin/k8s/ (once; minutes the first time).
 	KUBE_VERSION=$(KUBE_VERSION) ENVTEST_ASSETS_DIR=$(ENVTEST_ASSETS) hack/install-envtest-assets.sh
 
 .PHONY: ocm-assets
-ocm-assets: ## Build OCM's registration, work and placement binaries into bin/ocm/ (once; minutes the first time).
+ocm-assets: ## Build OCM's registration, work, placement and addon binaries into bin/ocm/ (once; minutes the first time).
 	hack/install-ocm-binaries.sh
 
 $(GOLANGCI_LINT): hack/lint/go.mod
