@@ -1,15 +1,17 @@
 // Package testenv starts OCM multi-cluster environments for tests, the e2e
 // suite and the demo: one hub and several managed clusters, each its own API
-// server (internal/controlplane), started concurrently. Each managed cluster
-// is registered on the hub as OCM and the Canopy addon would: a
-// ManagedCluster, a cluster namespace, and an agent identity restricted to
-// that namespace by pkg/hub/agentrbac. SetPlacementDecisions stands in for
+// server (internal/controlplane), started concurrently. Unless
+// Options.Unregistered, each managed cluster is registered on the hub by a
+// shortcut for controller suites (RegisterCluster): a ManagedCluster, a
+// cluster namespace, and an agent identity restricted to that namespace by
+// pkg/hub/agentrbac, written directly. SetPlacementDecisions stands in for
 // OCM's placement controller.
 //
-// It links OCM's APIs but none of OCM's controllers: the tests, e2e specs and
-// demo that need OCM's placement controller or work agents start them with
-// internal/testenv/ocmagents, which runs them in the Env's Background. Tests
-// that need one API server use internal/controlplane instead.
+// It links OCM's APIs but none of OCM's components: the demo, the e2e and
+// security suites let unregistered clusters join with OCM's own
+// registration (internal/testenv/ocmagents, test/inproc's JoinFleet), which
+// runs OCM's processes in the Env's Background. Tests that need one API
+// server use internal/controlplane instead.
 // FromKubeconfigs uses existing clusters (kind) instead of starting any.
 //
 // A package whose tests share one environment declares a Suite:
