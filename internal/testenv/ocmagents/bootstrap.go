@@ -53,16 +53,16 @@ func ensureBootstrapIdentity(ctx context.Context, hub client.Client) error {
 		"Values":  map[string]any{"createBootstrapSA": true, "createBootstrapToken": false},
 		"Release": map[string]any{"Namespace": BootstrapNamespace},
 	}
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: BootstrapNamespace}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: BootstrapServiceAccount, Namespace: BootstrapNamespace}},
-		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{},
-	}
-	for i, file := range bootstrapRBACFiles {
-		if err := renderManifest(file, data, objs[2+i]); err != nil {
+	rbac := []client.Object{&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}} // bootstrapRBACFiles, in order
+	for i, obj := range rbac {
+		if err := renderManifest(bootstrapRBACFiles[i], data, obj); err != nil {
 			return err
 		}
 	}
+	objs := append([]client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: BootstrapNamespace}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: BootstrapServiceAccount, Namespace: BootstrapNamespace}},
+	}, rbac...)
 	if err := controlplane.CreateAll(ctx, hub, objs); err != nil {
 		return fmt.Errorf("writing the hub's bootstrap identity: %w", err)
 	}
