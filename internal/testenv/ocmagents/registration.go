@@ -201,7 +201,7 @@ func approveCSRs(ctx context.Context, kube kubernetes.Interface, cluster string)
 		}
 		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
 			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue,
-			Reason: "AutoApprovedByCanopyTestenv", Message: "Approved as clusteradm accept approves it",
+			Reason: "ClusterAdminApproved", Message: "Approved as clusteradm accept approves it (internal/testenv/ocmagents.Accept)",
 		})
 		if _, err := kube.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
 			return false, fmt.Errorf("approving %s: %w", csr.Name, err)
