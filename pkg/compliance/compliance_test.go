@@ -38,9 +38,9 @@ func TestFormat(t *testing.T) {
 		},
 		{
 			name:        "pending",
-			c:           Compliance{Template: tmpl, State: policyv1.Pending, Message: "Dependencies were not satisfied: 1 are still pending (Policy p)"},
+			c:           Compliance{Template: tmpl, State: policyv1.Pending, Message: "Dependencies were not satisfied: 1 is still pending (Policy p)"},
 			wantReason:  "policy: cluster1/app-config",
-			wantMessage: "Pending; Dependencies were not satisfied: 1 are still pending (Policy p)",
+			wantMessage: "Pending; Dependencies were not satisfied: 1 is still pending (Policy p)",
 			wantType:    corev1.EventTypeWarning,
 		},
 		{
@@ -160,7 +160,7 @@ func TestDecide(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			emit, remember := decide(tt.last, tt.next, tt.remediated)
+			emit, remember := decide(tt.last, tt.next, RecordOptions{Remediated: tt.remediated})
 			g.Expect(emit).To(Equal(tt.wantEmit))
 			g.Expect(remember).To(Equal(tt.wantRemember))
 		})

@@ -1,6 +1,7 @@
 package compliance
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -11,14 +12,20 @@ import (
 // the agent's templatesync and read back by pkg/report (the CLI and the
 // dashboard), without the leading state of the event message:
 //
-//	Dependencies were not satisfied: 2 are still pending (Policy a, ConfigurationPolicy b); Policy a: want Compliant got NonCompliant; ConfigurationPolicy b: not found
+//	Dependencies were not satisfied: 1 is still pending (Policy a); Policy a: want Compliant got NonCompliant
+//	Dependencies were not satisfied: 2 are still pending (ConfigurationPolicy b, Policy a); ConfigurationPolicy b: not found; Policy a: want Compliant got NonCompliant
 //	dependency cycle: Policy a -> Policy b -> Policy a
 //
 // The writers and the parsers live side by side so that they cannot drift;
-// the text is OCM's where OCM has one.
+// the text is OCM's where OCM has one. Up to the closing parenthesis (and
+// " but ignorePending is true" after it) a Pending message is OCM's byte for
+// byte, so that dashboards, alerts and scripts written for OCM match it; the
+// per-dependency reasons that follow are Canopy's.
 const (
-	pendingPrefix     = "Dependencies were not satisfied: "
-	pendingCount      = " are still pending ("
+	pendingPrefix = "Dependencies were not satisfied: "
+	// pendingOne and pendingMany follow the count, as OCM writes them.
+	pendingOne        = " is still pending ("
+	pendingMany       = " are still pending ("
 	ignorePendingNote = " but ignorePending is true"
 	cyclePrefix       = "dependency cycle: "
 	cycleArrow        = " -> "
@@ -84,19 +91,29 @@ func ParseMismatch(reason string) (want, got policyv1.ComplianceState, ok bool) 
 }
 
 // PendingMessage returns the message of a template whose dependencies
-// unmet are not satisfied:
+// unmet are not satisfied, in OCM's words up to the closing parenthesis:
 //
-//	Dependencies were not satisfied: 2 are still pending (Policy a, ConfigurationPolicy b); Policy a: want Compliant got NonCompliant; ConfigurationPolicy b: not found
+//	Dependencies were not satisfied: 1 is still pending (Policy a); Policy a: want Compliant got NonCompliant
+//	Dependencies were not satisfied: 2 are still pending (ConfigurationPolicy b, Policy a); ConfigurationPolicy b: not found; Policy a: want Compliant got NonCompliant
 //
-// With ignorePending, " but ignorePending is true" follows the list.
+// The dependencies are named in the order of their "Kind name", as OCM
+// sorts them, and their reasons follow in the same order. With
+// ignorePending, " but ignorePending is true" follows the list, where OCM
+// puts it.
 func PendingMessage(unmet []UnmetDependency, ignorePending bool) string {
-	names := make([]string, len(unmet))
-	reasons := make([]string, len(unmet))
-	for i, u := range unmet {
+	sorted := slices.Clone(unmet)
+	slices.SortStableFunc(sorted, func(a, b UnmetDependency) int { return strings.Compare(a.String(), b.String()) })
+	names := make([]string, len(sorted))
+	reasons := make([]string, len(sorted))
+	for i, u := range sorted {
 		names[i] = u.String()
 		reasons[i] = u.String() + ": " + u.Reason
 	}
-	msg := pendingPrefix + strconv.Itoa(len(unmet)) + pendingCount + strings.Join(names, ", ") + ")"
+	count := pendingMany
+	if len(sorted) == 1 {
+		count = pendingOne
+	}
+	msg := pendingPrefix + strconv.Itoa(len(sorted)) + count + strings.Join(names, ", ") + ")"
 	if ignorePending {
 		msg += ignorePendingNote
 	}
@@ -107,12 +124,15 @@ func PendingMessage(unmet []UnmetDependency, ignorePending bool) string {
 // in message order, whether the template ignores them (ignorePending), and
 // false when msg is not such a message. A message cut short by the event
 // size limit yields the dependencies it still names.
+//
+// Note: it reads "1 are still pending" too, as agents before OCM's wording
+// wrote it: upgraded clusters keep such events and status history.
 func ParsePending(msg string) (unmet []UnmetDependency, ignorePending, ok bool) {
 	rest, ok := strings.CutPrefix(msg, pendingPrefix)
 	if !ok {
 		return nil, false, false
 	}
-	if _, rest, ok = strings.Cut(rest, pendingCount); !ok {
+	if rest, ok = cutCount(rest); !ok {
 		return nil, false, false
 	}
 	list, rest, closed := strings.Cut(rest, ")")
@@ -136,6 +156,17 @@ func ParsePending(msg string) (unmet []UnmetDependency, ignorePending, ok bool) 
 		unmet = append(unmet, u)
 	}
 	return unmet, ignorePending, true
+}
+
+// cutCount returns what follows "<count> is still pending (" or "<count>
+// are still pending (", whichever the count takes.
+func cutCount(rest string) (string, bool) {
+	for _, sep := range []string{pendingOne, pendingMany} {
+		if _, after, found := strings.Cut(rest, sep); found {
+			return after, true
+		}
+	}
+	return "", false
 }
 
 // CycleMessage returns the message of a template on the dependency cycle

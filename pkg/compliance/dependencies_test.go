@@ -14,19 +14,62 @@ func unmet(kind, name, reason string) UnmetDependency {
 	return UnmetDependency{DependencyRef: DependencyRef{Kind: kind, Name: name}, Reason: reason}
 }
 
-// TestPendingMessageText pins the bytes the agent writes: OCM tooling and
-// pkg/report read them.
+// TestPendingMessageText pins the bytes the agent writes: up to the closing
+// parenthesis (and " but ignorePending is true") OCM's template-sync text,
+// which OCM tooling matches, then Canopy's reasons, which pkg/report reads.
 func TestPendingMessageText(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(PendingMessage([]UnmetDependency{unmet("Policy", "a", UnmetNotFound)}, false)).To(Equal(
-		"Dependencies were not satisfied: 1 are still pending (Policy a); Policy a: not found"))
-	g.Expect(PendingMessage([]UnmetDependency{
-		unmet("Policy", "a", UnmetMismatch(policyv1.Compliant, policyv1.NonCompliant)),
-		unmet("ConfigurationPolicy", "b", UnmetNoCompliance),
-	}, true)).To(Equal("Dependencies were not satisfied: 2 are still pending (Policy a, ConfigurationPolicy b) but ignorePending is true; " +
-		"Policy a: want Compliant got NonCompliant; ConfigurationPolicy b: no status.compliant"))
-	g.Expect(CycleMessage([]DependencyRef{{"Policy", "a"}, {"Policy", "b"}, {"Policy", "a"}})).To(Equal(
+	mismatch := UnmetMismatch(policyv1.Compliant, policyv1.NonCompliant)
+	tests := []struct {
+		name          string
+		unmet         []UnmetDependency
+		ignorePending bool
+		want          string
+	}{
+		{name: "one", unmet: []UnmetDependency{unmet("Policy", "foo", UnmetNotFound)},
+			want: "Dependencies were not satisfied: 1 is still pending (Policy foo); Policy foo: not found"},
+		{name: "one, ignorePending", unmet: []UnmetDependency{unmet("Policy", "foo", mismatch)}, ignorePending: true,
+			want: "Dependencies were not satisfied: 1 is still pending (Policy foo) but ignorePending is true; " +
+				"Policy foo: want Compliant got NonCompliant"},
+		{name: "several, named in sorted order", unmet: []UnmetDependency{
+			unmet("Policy", "a", mismatch),
+			unmet("ConfigurationPolicy", "b", UnmetNoCompliance),
+			unmet("Namespace", "prod", UnmetNotFound),
+		}, want: "Dependencies were not satisfied: 3 are still pending (ConfigurationPolicy b, Namespace prod, Policy a); " +
+			"ConfigurationPolicy b: no status.compliant; Namespace prod: not found; Policy a: want Compliant got NonCompliant"},
+		{name: "several, ignorePending", unmet: []UnmetDependency{
+			unmet("Policy", "a", mismatch),
+			unmet("ConfigurationPolicy", "b", UnmetNoCompliance),
+		}, ignorePending: true,
+			want: "Dependencies were not satisfied: 2 are still pending (ConfigurationPolicy b, Policy a) but ignorePending is true; " +
+				"ConfigurationPolicy b: no status.compliant; Policy a: want Compliant got NonCompliant"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			NewWithT(t).Expect(PendingMessage(tt.unmet, tt.ignorePending)).To(Equal(tt.want))
+		})
+	}
+	NewWithT(t).Expect(CycleMessage([]DependencyRef{{"Policy", "a"}, {"Policy", "b"}, {"Policy", "a"}})).To(Equal(
 		"dependency cycle: Policy a -> Policy b -> Policy a"))
+}
+
+// TestParsePendingOfOlderAgents reads the text agents wrote before they used
+// OCM's "1 is": upgraded clusters keep such events and history.
+func TestParsePendingOfOlderAgents(t *testing.T) {
+	g := NewWithT(t)
+	got, ignore, ok := ParsePending("Dependencies were not satisfied: 1 are still pending (Policy a) but ignorePending is true; Policy a: not found")
+	g.Expect(ok).To(BeTrue())
+	g.Expect(ignore).To(BeTrue())
+	g.Expect(got).To(Equal([]UnmetDependency{unmet("Policy", "a", UnmetNotFound)}))
+	got, _, ok = ParsePending("Dependencies were not satisfied: 2 are still pending (Policy a, ConfigurationPolicy b); " +
+		"Policy a: want Compliant got NonCompliant; ConfigurationPolicy b: not found")
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got).To(Equal([]UnmetDependency{
+		unmet("Policy", "a", UnmetMismatch(policyv1.Compliant, policyv1.NonCompliant)), unmet("ConfigurationPolicy", "b", UnmetNotFound),
+	}))
+	// OCM's own message, without Canopy's reasons.
+	got, _, ok = ParsePending("Dependencies were not satisfied: 1 is still pending (Policy foo)")
+	g.Expect(ok).To(BeTrue())
+	g.Expect(got).To(Equal([]UnmetDependency{{DependencyRef: DependencyRef{Kind: "Policy", Name: "foo"}}}))
 }
 
 // TestParsePendingReadsWhatPendingMessageWrites parses the messages the
@@ -40,8 +83,8 @@ func TestParsePendingReadsWhatPendingMessageWrites(t *testing.T) {
 		{name: "one policy, mismatch", unmet: []UnmetDependency{unmet("Policy", "policies.a", "want Compliant got NonCompliant")}},
 		{name: "every reason", unmet: []UnmetDependency{
 			unmet("ConfigurationPolicy", "b", UnmetNotFound),
-			unmet("Widget", "w", UnmetNoMapping),
 			unmet("Namespace", "prod", UnmetNoCompliance),
+			unmet("Widget", "w", UnmetNoMapping),
 		}},
 		{name: "ignorePending", unmet: []UnmetDependency{unmet("Policy", "x.y", "want Pending got Compliant")}, ignorePending: true},
 	}
@@ -51,7 +94,7 @@ func TestParsePendingReadsWhatPendingMessageWrites(t *testing.T) {
 			got, ignore, ok := ParsePending(PendingMessage(tt.unmet, tt.ignorePending))
 			g.Expect(ok).To(BeTrue())
 			g.Expect(ignore).To(Equal(tt.ignorePending))
-			g.Expect(got).To(Equal(tt.unmet))
+			g.Expect(got).To(Equal(tt.unmet), "in sorted order, as written")
 		})
 	}
 }

@@ -109,3 +109,45 @@ func NewEvent(parent Parent, c Compliance, src EventSource, related *corev1.Obje
 		Count:               1,
 	}
 }
+
+// TemplateRef returns the related object of an event about the template
+// name, of kind gvk, in namespace, whose object does not exist or is not
+// the writer's: a reference by name, without a UID. templatesync's events
+// (Pending, a cycle, an invalid template, a hub template error) carry it,
+// as OCM's template-sync does; an evaluator's events reference the object
+// it evaluated, with its UID. gvk may be empty when the template names no
+// valid kind.
+func TemplateRef(gvk schema.GroupVersionKind, namespace, name string) *corev1.ObjectReference {
+	ref := &corev1.ObjectReference{Kind: gvk.Kind, Namespace: namespace, Name: name}
+	if !gvk.Empty() {
+		ref.APIVersion = gvk.GroupVersion().String()
+	}
+	return ref
+}
+
+// Counts reports whether the compliance event ev may decide its template's
+// compliance, given the UID of the template object that exists now
+// (current; empty when there is none). A compliance event counts only if it
+// is about the template as it is now, so that a stale event (written about
+// an object deleted since, or arriving late) never overrides a newer truth:
+//
+//   - an event whose related object has a UID is an evaluator's report on
+//     that object: it counts while that object is the current one, and never
+//     again once it is gone;
+//   - an event whose related object has no UID (TemplateRef) is
+//     templatesync's, which writes it when there is no object of its own to
+//     evaluate (it deleted it or never wrote it): it always counts, and an
+//     evaluator's later report on a new object supersedes it by time;
+//   - an event without a related object names no object (agents before
+//     this rule, and other writers): it counts only while a template object
+//     exists.
+func Counts(ev *corev1.Event, current types.UID) bool {
+	switch {
+	case ev.Related == nil:
+		return current != ""
+	case ev.Related.UID == "":
+		return true
+	default:
+		return ev.Related.UID == current
+	}
+}

@@ -2,6 +2,7 @@ package compliance
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -126,4 +127,40 @@ func TestParentOf(t *testing.T) {
 			g.Expect(got).To(Equal(tt.want))
 		})
 	}
+}
+
+// TestRecorderStaleEvents: a Recorder restarted after a stale event (about
+// an object deleted since) goes on from templatesync's last event, and
+// records it again only when the status shows the stale one.
+func TestRecorderStaleEvents(t *testing.T) {
+	g := NewWithT(t)
+	cp := suite.Get(t)
+	ns := controlplane.Namespace(t, cp.Client)
+	parent := ParentFromPolicy(newPolicy(t, cp.Client, ns, "parent"))
+	template := types.NamespacedName{Namespace: ns, Name: "cfg"}
+	src := EventSource{Component: "canopy-agent", Instance: "test"}
+	pending := Compliance{Template: template, State: policyv1.Pending, Message: "Dependencies were not satisfied: 1 is still pending (Policy a)"}
+	ref := TemplateRef(policyv1.GroupVersion.WithKind("ConfigurationPolicy"), ns, "cfg")
+
+	r := NewRecorder(cp.Client, cp.Client, src)
+	g.Expect(r.Record(t.Context(), parent, pending, RecordOptions{Related: ref})).To(BeTrue())
+	events := &corev1.EventList{}
+	g.Expect(cp.Client.List(t.Context(), events, client.InNamespace(ns))).To(Succeed())
+	g.Expect(events.Items).To(HaveLen(1))
+	own := events.Items[0]
+	stale := NewEvent(parent, Compliance{Template: template, State: policyv1.Compliant, Message: "ok"}, src,
+		&corev1.ObjectReference{Kind: "ConfigurationPolicy", Namespace: ns, Name: "cfg", UID: "deleted"}, false, own.LastTimestamp.Add(time.Second))
+	g.Expect(cp.Client.Create(t.Context(), stale)).To(Succeed())
+
+	shown := func(ev *corev1.Event) *policyv1.ComplianceHistory {
+		return &policyv1.ComplianceHistory{LastTimestamp: ev.LastTimestamp, Message: ev.Message, EventName: ev.Name}
+	}
+	r = NewRecorder(cp.Client, cp.Client, src)
+	r.now = func() time.Time { return own.LastTimestamp.Add(2 * time.Second) } // the stale event arrived late
+	g.Expect(r.Record(t.Context(), parent, pending, RecordOptions{Related: ref, Visible: shown(&own)})).To(BeFalse(),
+		"the last event that counts is the Pending one, which the status shows")
+	g.Expect(r.Record(t.Context(), parent, pending, RecordOptions{Related: ref, Visible: shown(stale)})).To(BeTrue(),
+		"the status shows the stale event")
+	g.Expect(r.Record(t.Context(), parent, pending, RecordOptions{Related: ref, Visible: shown(stale)})).To(BeFalse(),
+		"the status lags behind the Pending event just written")
 }

@@ -55,7 +55,7 @@ func TestExplain(t *testing.T) {
 	other := root("policies", "other", "")
 	replicas := []policyv1.Policy{
 		replicaOf(&app, "cluster1", policyv1.Pending,
-			details("app-config", "Pending; Dependencies were not satisfied: 1 are still pending (Policy ops.operator); Policy ops.operator: want Compliant got NonCompliant",
+			details("app-config", "Pending; Dependencies were not satisfied: 1 is still pending (Policy ops.operator); Policy ops.operator: want Compliant got NonCompliant",
 				"Compliant; all good"),
 			details("app-extra")),
 		replicaOf(&app, "cluster2", policyv1.NonCompliant,
@@ -100,7 +100,7 @@ func TestRenderExplanation(t *testing.T) {
 	app.Spec.PolicyTemplates = []policyv1.PolicyTemplate{template("ConfigurationPolicy", "app-config")}
 	e := Explain(&app, []policyv1.Policy{
 		replicaOf(&app, "cluster1", policyv1.Pending, details("app-config",
-			"Pending; Dependencies were not satisfied: 1 are still pending (Policy ops.operator); Policy ops.operator: not found")),
+			"Pending; Dependencies were not satisfied: 1 is still pending (Policy ops.operator); Policy ops.operator: not found")),
 		replicaOf(&app, "cluster2", policyv1.NonCompliant, details("app-config",
 			"NonCompliant; dependency cycle: Policy policies.app -> Policy ops.b -> Policy policies.app", "Compliant; fine")),
 	}, ExplainOptions{History: 2})
@@ -113,7 +113,7 @@ Cluster cluster1: Pending
     waiting for:
       - Policy ops/operator: not found
     history:
-      2026-01-02T03:04:05Z  Pending       Dependencies were not satisfied: 1 are still pending (Policy ops.operator); Policy ops.operator: not found
+      2026-01-02T03:04:05Z  Pending       Dependencies were not satisfied: 1 is still pending (Policy ops.operator); Policy ops.operator: not found
 
 Cluster cluster2: NonCompliant
   ConfigurationPolicy app-config: NonCompliant
@@ -140,7 +140,7 @@ func TestRenderExplanationEdgeCases(t *testing.T) {
 		root: root("p", "a", policyv1.Compliant, "c1", "Compliant", "c2", ""),
 		replicas: func(r *policyv1.Policy) []policyv1.Policy {
 			return []policyv1.Policy{replicaOf(r, "c1", policyv1.Compliant, details("t",
-				"Compliant; Dependencies were not satisfied: 1 are still pending (Policy p.b) but ignorePending is true; Policy p.b: not found"))}
+				"Compliant; Dependencies were not satisfied: 1 is still pending (Policy p.b) but ignorePending is true; Policy p.b: not found"))}
 		},
 		want: `Policy p/a: Compliant
 

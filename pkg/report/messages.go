@@ -13,12 +13,15 @@ import (
 
 // ParsePending reads a Pending message (without the leading state):
 //
-//	Dependencies were not satisfied: 2 are still pending (Policy a, ConfigurationPolicy b); Policy a: want Compliant got NonCompliant; ConfigurationPolicy b: not found
+//	Dependencies were not satisfied: 1 is still pending (Policy a); Policy a: want Compliant got NonCompliant
+//	Dependencies were not satisfied: 2 are still pending (ConfigurationPolicy b, Policy a); ConfigurationPolicy b: not found; Policy a: want Compliant got NonCompliant
 //
 // It returns the unmet dependencies in message order, whether the template
 // ignores them (ignorePending), and false when msg is not such a message.
 // A message cut short by the event size limit yields the dependencies it
-// still names.
+// still names. The text up to the parenthesis is OCM's, so OCM's own
+// message reads too (without reasons); so does "1 are still pending",
+// which agents wrote before they used OCM's words.
 func ParsePending(msg string) (unmet []UnmetDependency, ignorePending, ok bool) {
 	parsed, ignorePending, ok := compliance.ParsePending(msg)
 	for _, p := range parsed {

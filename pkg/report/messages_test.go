@@ -32,14 +32,14 @@ func TestParsePendingReadsWhatTheAgentWrites(t *testing.T) {
 	}, {
 		name: "every reason",
 		unmet: []compliance.UnmetDependency{
-			unmet("ConfigurationPolicy", "b", compliance.UnmetNotFound),
 			unmet("Widget", "w", compliance.UnmetNoMapping),
+			unmet("ConfigurationPolicy", "b", compliance.UnmetNotFound),
 			unmet("Namespace", "prod", compliance.UnmetNoCompliance),
 		},
-		want: []UnmetDependency{
+		want: []UnmetDependency{ // in message order: sorted, as OCM names them
 			{ObjectRef: ObjectRef{Kind: "ConfigurationPolicy", Name: "b"}, Reason: "not found"},
-			{ObjectRef: ObjectRef{Kind: "Widget", Name: "w"}, Reason: "no API mapping for the kind"},
 			{ObjectRef: ObjectRef{Kind: "Namespace", Name: "prod"}, Reason: "no status.compliant"},
+			{ObjectRef: ObjectRef{Kind: "Widget", Name: "w"}, Reason: "no API mapping for the kind"},
 		},
 	}, {
 		name:          "ignorePending",
@@ -64,6 +64,22 @@ func TestParsePendingOfOtherMessages(t *testing.T) {
 	for _, msg := range []string{"", "Compliant", "dependency cycle: Policy a -> Policy a", "Dependencies were not satisfied: oops"} {
 		_, _, ok := ParsePending(msg)
 		g.Expect(ok).To(BeFalse(), msg)
+	}
+}
+
+// TestParsePendingOfOtherWriters reads OCM's own message (no reasons) and
+// the "1 are" of agents before OCM's wording, which upgraded clusters keep.
+func TestParsePendingOfOtherWriters(t *testing.T) {
+	g := NewWithT(t)
+	for msg, want := range map[string][]UnmetDependency{
+		"Dependencies were not satisfied: 1 is still pending (Policy foo)": {{ObjectRef: ObjectRef{Kind: "Policy", Name: "foo"}}},
+		"Dependencies were not satisfied: 1 are still pending (Policy p.a); Policy p.a: not found": {{
+			ObjectRef: ObjectRef{Kind: "Policy", Name: "p.a", Policy: &PolicyRef{Namespace: "p", Name: "a"}}, Reason: "not found",
+		}},
+	} {
+		got, _, ok := ParsePending(msg)
+		g.Expect(ok).To(BeTrue(), msg)
+		g.Expect(got).To(Equal(want), msg)
 	}
 }
 

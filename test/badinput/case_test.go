@@ -29,6 +29,12 @@ const (
 // clusterAnnotation sends an object of a case to the managed cluster.
 const clusterAnnotation = "badinput.canopy.io/cluster"
 
+// afterAnnotation, set to "settled", holds an object of a case back until
+// every case has settled (its expectations met): input that arrives late,
+// such as a stale compliance event. Its strings may hold the late tokens
+// (lateToken).
+const afterAnnotation = "badinput.canopy.io/after"
+
 // expectation is one "# expect:" line of a case.
 type expectation struct {
 	place string
@@ -45,6 +51,8 @@ type testCase struct {
 	nobind  bool
 	hub     []*unstructured.Unstructured
 	managed []*unstructured.Unstructured
+	// lateHub and lateManaged are applied once every case has settled.
+	lateHub, lateManaged []*unstructured.Unstructured
 }
 
 // rejected tells whether the case expects the hub API server to refuse it.
@@ -103,17 +111,63 @@ func loadCase(file, cluster string) (testCase, error) {
 		return tc, err
 	}
 	for _, o := range objs {
+		late := o.GetAnnotations()[afterAnnotation] == "settled"
+		unstructured.RemoveNestedField(o.Object, "metadata", "annotations", afterAnnotation)
 		if o.GetAnnotations()[clusterAnnotation] == "managed" {
 			unstructured.RemoveNestedField(o.Object, "metadata", "annotations", clusterAnnotation)
-			tc.managed = append(tc.managed, o)
+			tc.managed, tc.lateManaged = appendTo(tc.managed, tc.lateManaged, late, o)
 			continue
 		}
 		if o.GetNamespace() == "" && o.GetKind() != "Namespace" {
 			o.SetNamespace(tc.name)
 		}
-		tc.hub = append(tc.hub, o)
+		tc.hub, tc.lateHub = appendTo(tc.hub, tc.lateHub, late, o)
 	}
 	return tc, nil
+}
+
+// appendTo appends o to late when it is late, to now otherwise.
+func appendTo(now, late []*unstructured.Unstructured, isLate bool, o *unstructured.Unstructured) ([]*unstructured.Unstructured, []*unstructured.Unstructured) {
+	if isLate {
+		return now, append(late, o)
+	}
+	return append(now, o), late
+}
+
+// lateToken is a token of a late object's strings, resolved when the
+// object is applied: $NOW (the time, RFC 3339) and $LOCALUID(<name>) (the
+// UID of the local Policy <name> in the managed cluster's cluster
+// namespace, which the agent creates: a compliance event names its Policy
+// by UID).
+var lateToken = regexp.MustCompile(`\$NOW|\$LOCALUID\(([^)]+)\)`)
+
+// resolveLate returns obj with the late tokens of its strings replaced by
+// resolve's answer for each match (the token and its argument).
+func resolveLate(obj *unstructured.Unstructured, resolve func(token, arg string) (string, error)) (*unstructured.Unstructured, error) {
+	var errs []error
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch v := v.(type) {
+		case string:
+			return lateToken.ReplaceAllStringFunc(v, func(tok string) string {
+				out, err := resolve(tok, lateToken.FindStringSubmatch(tok)[1])
+				errs = append(errs, err)
+				return out
+			})
+		case map[string]any:
+			for k, item := range v {
+				v[k] = walk(item)
+			}
+		case []any:
+			for i, item := range v {
+				v[i] = walk(item)
+			}
+		}
+		return v
+	}
+	out := obj.DeepCopy()
+	walk(out.Object)
+	return out, errors.Join(errs...)
 }
 
 // expand replaces the tokens of a case.

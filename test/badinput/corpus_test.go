@@ -36,8 +36,9 @@ const (
 // TestCorpus applies every case of testdata/ to the hub (and the managed
 // cluster), with the hub controllers and the agent running, and checks that
 // each says what is wrong on the object the user looks at. Once every case
-// has settled, it checks that nothing loops: no API writes and a bounded
-// number of reconciles while the system is left alone.
+// has settled, it applies the cases' late input and checks that their
+// expectations still hold, then that nothing loops: no API writes and a
+// bounded number of reconciles while the system is left alone.
 func TestCorpus(t *testing.T) {
 	suite.Get(t) // starts env on first use
 	cases, err := loadCases("testdata", clusterName)
@@ -63,6 +64,7 @@ func TestCorpus(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	t.Run("late input", func(t *testing.T) { expectLate(t, cases) })
 	t.Run("no hot loops", expectIdle)
 }
 

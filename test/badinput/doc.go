@@ -11,5 +11,8 @@
 // (objects on the hub, in the case's namespace or the cluster namespace),
 // configurationpolicy <name> and hierarchypolicy <name> (on the managed
 // cluster, in the cluster namespace). The regexp is matched against every
-// string of the object's status, one per line. See testdata/README.md.
+// string of the object's status, one per line. Objects annotated
+// badinput.canopy.io/after: settled are late input, applied once every case
+// has settled; the case's expectations must keep holding after it. See
+// testdata/README.md.
 package badinput

@@ -27,15 +27,24 @@ const EventUIDIndex = "involvedObject.uid"
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.open-cluster-management.io;hierarchy.canopy.io,resources=*,verbs=get;list;watch
 
 // Reconciler writes the status of local Policies from their compliance
 // events.
 type Reconciler struct {
 	// ManagedClient reads and writes the managed cluster.
 	ManagedClient client.Client
+	// ManagedReader reads the managed cluster's API server, without a
+	// cache: a template the cache may not hold yet is read there
+	// (templates.go). SetupWithManager defaults it to the manager's API
+	// reader.
+	ManagedReader client.Reader
 	// Namespace, when set, restricts the controller to one namespace: the
 	// cluster namespace.
 	Namespace string
+
+	templates client.Reader // the manager's cache, for template objects; set by SetupWithManager
+	gone      goneUIDs      // long-lived: template object UIDs found not current
 }
 
 // SetupWithManager registers the controller with the managed cluster's
@@ -46,6 +55,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	if err != nil {
 		return fmt.Errorf("indexing events: %w", err)
+	}
+	r.templates = mgr.GetCache()
+	if r.ManagedReader == nil {
+		r.ManagedReader = mgr.GetAPIReader()
 	}
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return r.Namespace == "" || o.GetNamespace() == r.Namespace
@@ -95,7 +108,16 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 		client.MatchingFields{EventUIDIndex: string(policy.UID)}); err != nil {
 		return fmt.Errorf("listing events of policy %s: %w", klog.KObj(policy), err)
 	}
-	details := Details(TemplateNames(policy), Entries(string(policy.UID), events.Items), policy.Status.Details)
+	objects, err := r.templateObjects(ctx, policy, events.Items)
+	if err != nil {
+		return err
+	}
+	current, ignored := CurrentEvents(string(policy.UID), events.Items, objects)
+	for _, ev := range ignored {
+		ctrl.LoggerFrom(ctx).V(4).Info("Ignored a compliance event about another template object", "policy", klog.KObj(policy),
+			"event", ev.Name, "template", ev.Reason, "related", ev.Related)
+	}
+	details := Details(TemplateNames(policy), Entries(string(policy.UID), current), policy.Status.Details)
 	policy.Status.Details = details
 	policy.Status.ComplianceState = PolicyCompliance(details)
 	return nil

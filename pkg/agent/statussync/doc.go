@@ -9,6 +9,15 @@
 // reported). It needs only the managed cluster, so compliance keeps being
 // recorded while the hub is unreachable.
 //
+// A stale event never wins: an event enters the history only if it counts
+// for the template object that exists now (compliance.Counts), so a late
+// report on a deleted, never-created or foreign object, or one that names
+// no object while the template has none (a Pending template), is ignored
+// and logged at V(4). Reconciler reads each template's object from the
+// manager's cache, and from the API server when an event contradicts the
+// cache, which may lag (templates.go). An entry stays in the history once
+// it is there; should one slip in, templatesync records its report again.
+//
 // HubReconciler reconciles hub replicas: it copies status.compliant and
 // status.details of the local Policy to the replica of the same name. Its
 // state is the local status, so after a hub outage it sends the latest

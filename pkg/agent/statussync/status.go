@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/compliance"
@@ -20,6 +21,29 @@ type Entry struct {
 	Template string
 	// History is the event as it appears in status.
 	History policyv1.ComplianceHistory
+}
+
+// CurrentEvents splits the compliance events of the Policy with uid among
+// events into those that count for their template (compliance.Counts) given
+// objects, the UID of each template's object that exists now, by template
+// name (absent: none), and the ignored ones: stale, about an object that is
+// not the template's now. Other events and malformed ones are in neither.
+func CurrentEvents(uid string, events []corev1.Event, objects map[string]types.UID) (current []corev1.Event, ignored []*corev1.Event) {
+	for i := range events {
+		ev := &events[i]
+		if string(ev.InvolvedObject.UID) != uid {
+			continue
+		}
+		c, err := compliance.Parse(ev)
+		switch {
+		case err != nil:
+		case compliance.Counts(ev, objects[c.Template.Name]):
+			current = append(current, *ev)
+		default:
+			ignored = append(ignored, ev)
+		}
+	}
+	return current, ignored
 }
 
 // Entries returns the compliance events of events that belong to the Policy
@@ -58,7 +82,10 @@ func eventTime(ev *corev1.Event) metav1.Time {
 // Details returns status.details for templates (names, in spec order):
 // each template's history is its previous history united with entries,
 // deduplicated by event name, newest first, at most HistoryLimit long; its
-// compliance is that of the newest entry.
+// compliance is that of the newest entry. An entry stays once it is in the
+// history, also when its template object is gone since: it was true when it
+// came. (One that came in a race with its object's deletion can hide a
+// newer Pending; templatesync then records that again.)
 func Details(templates []string, entries []Entry, previous []policyv1.DetailsPerTemplate) []policyv1.DetailsPerTemplate {
 	byTemplate := map[string][]policyv1.ComplianceHistory{}
 	for _, d := range previous {

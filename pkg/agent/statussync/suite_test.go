@@ -100,13 +100,27 @@ func create(t *testing.T, c client.Client, obj client.Object) {
 }
 
 // record creates, with c, the compliance event of template of Policy p at
-// at, as pkg/compliance's Recorder writes it, and returns it as the API
-// server stored it.
+// at, as pkg/compliance's Recorder writes it for templatesync (naming the
+// template without a UID: it counts whether an object exists or not), and
+// returns it as the API server stored it.
 func record(t *testing.T, c client.Client, p *policyv1.Policy, template string, state policyv1.ComplianceState, msg string, at time.Time) *corev1.Event {
+	t.Helper()
+	return recordAbout(t, c, p, template, compliance.TemplateRef(configurationPolicy, p.Namespace, template), state, msg, at)
+}
+
+// configurationPolicy is the kind of the tests' templates.
+var configurationPolicy = policyv1.GroupVersion.WithKind("ConfigurationPolicy")
+
+// recordAbout creates, with c, the compliance event of template of Policy p
+// at at, with the related object related (nil: none), and returns it as
+// the API server stored it.
+func recordAbout(t *testing.T, c client.Client, p *policyv1.Policy, template string, related *corev1.ObjectReference,
+	state policyv1.ComplianceState, msg string, at time.Time,
+) *corev1.Event {
 	t.Helper()
 	ev := compliance.NewEvent(compliance.ParentFromPolicy(p), compliance.Compliance{
 		Template: types.NamespacedName{Namespace: p.Namespace, Name: template}, State: state, Message: msg,
-	}, source, nil, false, at)
+	}, source, related, false, at)
 	create(t, c, ev)
 	return ev
 }

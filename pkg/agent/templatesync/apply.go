@@ -143,7 +143,7 @@ func (r *Reconciler) write(ctx context.Context, policy *policyv1.Policy, desired
 		return nil
 	}
 	if owner := existing.GetLabels()[policyv1.PolicyLabel]; owner != policy.Name {
-		return r.record(ctx, policy, desired.GetName(), policyv1.NonCompliant, conflictMessage(desired, owner))
+		return r.record(ctx, policy, desired.GetName(), desired, policyv1.NonCompliant, conflictMessage(desired, owner))
 	}
 	if !merge(existing, desired) {
 		return nil
@@ -168,7 +168,7 @@ func conflictMessage(desired *unstructured.Unstructured, owner string) string {
 // NonCompliant template, and returns other errors for a retry.
 func (r *Reconciler) refused(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured, verb string, err error) error {
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-		return r.record(ctx, policy, desired.GetName(), policyv1.NonCompliant,
+		return r.record(ctx, policy, desired.GetName(), desired, policyv1.NonCompliant,
 			fmt.Sprintf("%s %s %s was refused: %v", verb, desired.GetKind(), desired.GetName(), err))
 	}
 	return fmt.Errorf("%s %s %s: %w", verb, desired.GetKind(), desired.GetName(), err)

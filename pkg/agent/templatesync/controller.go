@@ -80,8 +80,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Note: a Policy's own status (written by statussync on every
 		// compliance event) changes no template; skipping it keeps the queue
 		// short at thousands of policies (make bench: dependency latency).
+		// Only a change of a template's compliance in status is looked at:
+		// it may hide what templatesync reports (record).
 		For(&policyv1.Policy{}, builder.WithPredicates(inNamespace, predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+			templateComplianceChanged))).
 		// A new template kind, or a kind a dependency names, can appear at any time.
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies)).
 		WatchesRawSource(src).
@@ -183,12 +186,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, key types.NamespacedNa
 func (r *Reconciler) apply(ctx context.Context, policy *policyv1.Policy, t Template, observed observation) error {
 	switch {
 	case t.Problem != "":
-		return r.record(ctx, policy, t.Name, policyv1.NonCompliant, t.Problem)
+		return r.record(ctx, policy, t.Name, t.Object, policyv1.NonCompliant, t.Problem)
 	case t.Cycle != "":
 		if err := r.deleteTemplate(ctx, policy, t.Object); err != nil {
 			return err
 		}
-		return r.record(ctx, policy, t.Name, policyv1.NonCompliant, t.Cycle)
+		return r.record(ctx, policy, t.Name, t.Object, policyv1.NonCompliant, t.Cycle)
 	}
 	if unmet := Evaluate(t.Deps, observed.deps); len(unmet) > 0 {
 		if err := r.deleteTemplate(ctx, policy, t.Object); err != nil {
@@ -198,7 +201,7 @@ func (r *Reconciler) apply(ctx context.Context, policy *policyv1.Policy, t Templ
 		if t.IgnorePending {
 			state = policyv1.Compliant
 		}
-		return r.record(ctx, policy, t.Name, state, PendingMessage(unmet, t.IgnorePending))
+		return r.record(ctx, policy, t.Name, t.Object, state, PendingMessage(unmet, t.IgnorePending))
 	}
 	if t.HubError != "" { // after the dependencies: Pending comes first, as in OCM
 		return r.reportHubError(ctx, policy, t)
@@ -206,19 +209,44 @@ func (r *Reconciler) apply(ctx context.Context, policy *policyv1.Policy, t Templ
 	return r.write(ctx, policy, t.Object, observed)
 }
 
-func (r *Reconciler) record(ctx context.Context, policy *policyv1.Policy, template string, state policyv1.ComplianceState, msg string) error {
+// record reports the compliance of template (whose desired object is obj,
+// nil when the entry is invalid) when there is no object of policy's to
+// evaluate it: the event references the template without a UID
+// (compliance.TemplateRef), which statussync counts whatever object
+// exists. It records again whenever the status shows something else
+// (RecordOptions.Visible): templatesync recomputes what it reports on every
+// reconcile, and does not trust the Recorder's memory of having said it.
+func (r *Reconciler) record(ctx context.Context, policy *policyv1.Policy, template string, obj *unstructured.Unstructured,
+	state policyv1.ComplianceState, msg string,
+) error {
 	c := compliance.Compliance{
 		Template: types.NamespacedName{Namespace: policy.Namespace, Name: template},
 		State:    state,
 		Message:  msg,
 	}
-	emitted, err := r.Recorder.Record(ctx, compliance.ParentFromPolicy(policy), c, compliance.RecordOptions{})
+	var gvk schema.GroupVersionKind
+	if obj != nil {
+		gvk = obj.GroupVersionKind()
+	}
+	opts := compliance.RecordOptions{Related: compliance.TemplateRef(gvk, policy.Namespace, template), Visible: visible(policy, template)}
+	emitted, err := r.Recorder.Record(ctx, compliance.ParentFromPolicy(policy), c, opts)
 	if err != nil {
 		return err
 	}
 	if emitted {
 		ctrl.LoggerFrom(ctx).Info("Recorded template compliance", "policy", klog.KObj(policy),
 			"template", template, "compliance", state)
+	}
+	return nil
+}
+
+// visible returns the newest entry of template's history in policy's
+// status, as statussync wrote it: nil when there is none.
+func visible(policy *policyv1.Policy, template string) *policyv1.ComplianceHistory {
+	for i := range policy.Status.Details {
+		if d := &policy.Status.Details[i]; d.TemplateMeta.Name == template && len(d.History) > 0 {
+			return &d.History[0]
+		}
 	}
 	return nil
 }

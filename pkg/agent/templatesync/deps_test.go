@@ -24,14 +24,14 @@ func TestEvaluateAndPendingMessage(t *testing.T) {
 		{name: "met", deps: []depgraph.Dependency{a, b}, observed: map[depgraph.Key]Observation{
 			a.Key: {Found: true, Compliance: policyv1.Compliant}, b.Key: {Found: true, Compliance: policyv1.NonCompliant},
 		}},
-		{name: "not found", deps: []depgraph.Dependency{a}, want: "Dependencies were not satisfied: 1 are still pending (Policy a); Policy a: not found"},
+		{name: "not found", deps: []depgraph.Dependency{a}, want: "Dependencies were not satisfied: 1 is still pending (Policy a); Policy a: not found"},
 		{name: "mismatch and no compliance", deps: []depgraph.Dependency{a, b}, observed: map[depgraph.Key]Observation{
 			a.Key: {Found: true, Compliance: policyv1.NonCompliant}, b.Key: {Found: true},
-		}, want: "Dependencies were not satisfied: 2 are still pending (Policy a, ConfigurationPolicy b); " +
-			"Policy a: want Compliant got NonCompliant; ConfigurationPolicy b: no status.compliant"},
+		}, want: "Dependencies were not satisfied: 2 are still pending (ConfigurationPolicy b, Policy a); " +
+			"ConfigurationPolicy b: no status.compliant; Policy a: want Compliant got NonCompliant"},
 		{name: "no API mapping", deps: []depgraph.Dependency{w, noVersion}, observed: map[depgraph.Key]Observation{w.Key: {Unmapped: true}},
-			want: "Dependencies were not satisfied: 2 are still pending (Widget w, Thing t); " +
-				"Widget w: no API mapping for the kind; Thing t: no API mapping for the kind"},
+			want: "Dependencies were not satisfied: 2 are still pending (Thing t, Widget w); " +
+				"Thing t: no API mapping for the kind; Widget w: no API mapping for the kind"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -45,7 +45,7 @@ func TestEvaluateAndPendingMessage(t *testing.T) {
 	}
 	g := NewWithT(t)
 	g.Expect(PendingMessage(Evaluate([]depgraph.Dependency{a}, nil), true)).To(Equal(
-		"Dependencies were not satisfied: 1 are still pending (Policy a) but ignorePending is true; Policy a: not found"))
+		"Dependencies were not satisfied: 1 is still pending (Policy a) but ignorePending is true; Policy a: not found"))
 }
 
 func cp(name string) depgraph.Node { return depgraph.Node{Kind: "ConfigurationPolicy", Name: name} }

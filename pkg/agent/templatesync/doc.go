@@ -26,7 +26,18 @@
 //
 // It is the only writer of policy template objects and writes no status: it
 // reports through compliance events (pkg/compliance), which statussync turns
-// into Policy status. Dependencies and the templates themselves are watched,
+// into Policy status. Its events reference the template by name without a
+// UID (compliance.TemplateRef): they are about a template that has no
+// object of its own, and statussync counts them whatever object exists,
+// while it ignores an evaluator's report on an object that is gone.
+//
+// What it reports is recomputed on every reconcile, not trusted to the
+// Recorder's memory: when the Policy's status shows something else for a
+// template it reports on (a stale event that slipped in, a status written
+// by an older agent), newer than its last event, it records again
+// (RecordOptions.Visible). A change of a template's compliance in status
+// is the one status change that reconciles the Policy; so does a restart,
+// and the hub replica, a copy of the local status, follows. Dependencies and the templates themselves are watched,
 // so a change of a dependency re-evaluates its dependants at once, without
 // polling: the cluster namespace's Policies and ConfigurationPolicies
 // through the manager's informers and an index of Policies by what they

@@ -52,7 +52,7 @@ func templatesDisabled(annotations map[string]string) bool {
 // <error>"). The Recorder writes the event once, not on every reconcile.
 func (r *Reconciler) reportHubError(ctx context.Context, policy *policyv1.Policy, t Template) error {
 	removeErr := r.deleteWithoutPruning(ctx, policy, t.Object)
-	recordErr := r.record(ctx, policy, t.Name, policyv1.NonCompliant, templating.TemplateErrorPrefix+t.HubError)
+	recordErr := r.record(ctx, policy, t.Name, t.Object, policyv1.NonCompliant, templating.TemplateErrorPrefix+t.HubError)
 	return errors.Join(removeErr, recordErr)
 }
 

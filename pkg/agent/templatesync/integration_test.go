@@ -32,9 +32,9 @@ func TestChainCompliantInOrder(t *testing.T) {
 	g.Eventually(c.hubStatus(t.Context(), "chain")).WithContext(t.Context()).Should(SatisfyAll(
 		WithTransform(func(s policyv1.PolicyStatus) policyv1.ComplianceState { return s.ComplianceState }, Equal(policyv1.NonCompliant)),
 		WithTransform(func(s policyv1.PolicyStatus) string { return latest(s, "chain-2") }, Equal(
-			"Pending; Dependencies were not satisfied: 1 are still pending (ConfigurationPolicy chain-1); ConfigurationPolicy chain-1: want Compliant got NonCompliant")),
+			"Pending; Dependencies were not satisfied: 1 is still pending (ConfigurationPolicy chain-1); ConfigurationPolicy chain-1: want Compliant got NonCompliant")),
 		WithTransform(func(s policyv1.PolicyStatus) string { return latest(s, "chain-3") }, Equal(
-			"Pending; Dependencies were not satisfied: 1 are still pending (ConfigurationPolicy chain-2); ConfigurationPolicy chain-2: not found")),
+			"Pending; Dependencies were not satisfied: 1 is still pending (ConfigurationPolicy chain-2); ConfigurationPolicy chain-2: not found")),
 	))
 	g.Expect(c.templateExists(t.Context(), "chain-2")()).To(BeFalse())
 
@@ -76,7 +76,7 @@ func TestDependencyFlipsBack(t *testing.T) {
 	g.Eventually(c.templateExists(t.Context(), "flip-top")).WithContext(t.Context()).Should(BeFalse())
 	g.Eventually(c.hubStatus(t.Context(), "flip")).WithContext(t.Context()).Should(SatisfyAll(
 		WithTransform(compliant, Equal(policyv1.NonCompliant)),
-		WithTransform(latestOf("flip-top"), Equal("Pending; Dependencies were not satisfied: 1 are still pending "+
+		WithTransform(latestOf("flip-top"), Equal("Pending; Dependencies were not satisfied: 1 is still pending "+
 			"(ConfigurationPolicy flip-base); ConfigurationPolicy flip-base: want Compliant got NonCompliant")),
 	))
 	s := c.hubStatus(t.Context(), "flip")(g)
@@ -94,7 +94,7 @@ func TestIgnorePending(t *testing.T) {
 	c.create(t, c.replica("ignore", nil, waiting))
 	g.Eventually(c.hubStatus(t.Context(), "ignore")).WithContext(t.Context()).Should(SatisfyAll(
 		WithTransform(compliant, Equal(policyv1.Compliant)),
-		WithTransform(latestOf("ignore-waiting"), Equal("Compliant; Dependencies were not satisfied: 1 are still pending "+
+		WithTransform(latestOf("ignore-waiting"), Equal("Compliant; Dependencies were not satisfied: 1 is still pending "+
 			"(Policy missing) but ignorePending is true; Policy missing: not found")),
 	))
 	g.Expect(c.templateExists(t.Context(), "ignore-waiting")()).To(BeFalse())
@@ -110,7 +110,7 @@ func TestCrossPolicyDependency(t *testing.T) {
 	c.create(t, c.replica("second", []policyv1.PolicyDependency{dep("Policy", "first", policyv1.Compliant)}, cfgPolicy("cross-second")))
 	g.Eventually(c.hubStatus(t.Context(), "second")).WithContext(t.Context()).Should(SatisfyAll(
 		WithTransform(compliant, Equal(policyv1.Pending)),
-		WithTransform(latestOf("cross-second"), Equal("Pending; Dependencies were not satisfied: 1 are still pending "+
+		WithTransform(latestOf("cross-second"), Equal("Pending; Dependencies were not satisfied: 1 is still pending "+
 			"(Policy first); Policy first: want Compliant got NonCompliant")),
 	))
 	g.Expect(c.templateExists(t.Context(), "cross-second")()).To(BeFalse())
@@ -166,7 +166,7 @@ func TestUnknownDependencyKind(t *testing.T) {
 	c.create(t, c.replica("unknown", nil, cfgPolicy("unknown-kind", d)))
 	g.Eventually(c.hubStatus(t.Context(), "unknown")).WithContext(t.Context()).Should(SatisfyAll(
 		WithTransform(compliant, Equal(policyv1.Pending)),
-		WithTransform(latestOf("unknown-kind"), Equal("Pending; Dependencies were not satisfied: 1 are still pending "+
+		WithTransform(latestOf("unknown-kind"), Equal("Pending; Dependencies were not satisfied: 1 is still pending "+
 			"(Widget w1); Widget w1: no API mapping for the kind")),
 	))
 }

@@ -30,7 +30,7 @@ var (
 	networkPolicies = fleetPolicy{name: "network-policies", placement: "prod", template: "default-deny"}
 )
 
-const pendingIssuer = "Dependencies were not satisfied: 1 are still pending (Policy policies.install-cert-manager); " +
+const pendingIssuer = "Dependencies were not satisfied: 1 is still pending (Policy policies.install-cert-manager); " +
 	"Policy policies.install-cert-manager: want Compliant got NonCompliant"
 
 // TestDashboard runs a hub with the dashboard, as the hub's own RBAC
