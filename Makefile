@@ -92,7 +92,10 @@ build: ## Build canopy-hub, canopy-agent and kubectl-canopy into bin/.
 
 .PHONY: demo
 demo: envtest-assets ocm-assets build ## Run Canopy locally: a hub, two managed clusters joining it, the examples, a compliance table.
-	go run ./hack/demo
+	@# Note: a built binary, not go run: go run exits 1 when interrupted,
+	@# whatever the demo returns, so Ctrl-C made make report an error.
+	go build -o bin/canopy-demo ./hack/demo
+	bin/canopy-demo
 
 ##@ Tools
 

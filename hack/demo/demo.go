@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -180,30 +181,40 @@ func (d *demo) applyExamples(ctx context.Context) error {
 	return nil
 }
 
-// showCompliance prints the compliance matrix each time it changes, until
-// every cell is Compliant or the settle timeout passes.
+// legend explains the compliance table's columns.
+const legend = `Compliance per policy and cluster, as the hub sees it:
+  one column per managed cluster: Compliant, NonCompliant, Pending (a template waits on a dependency),
+    - (placed there, no report yet), blank (not placed there);
+  COMPLIANT, NONCOMPLIANT, PENDING: on how many clusters the policy is in that state.
+The table is printed again each time it changes, for as long as the demo runs.`
+
+// showCompliance prints the compliance table each time it changes until
+// ctx ends. Once every policy is Compliant everywhere, or the settle timeout
+// passes, it says so and tells the user how to explore (describe), once;
+// it keeps watching: policies added, changed or deleted later appear.
 func (d *demo) showCompliance(ctx context.Context) error {
-	d.say("\nCompliance per policy and cluster, as the hub sees it (Pending: waiting on a dependency; -: no report yet):")
-	colour := isTerminal(d.out)
-	start, last := time.Now(), ""
-	for time.Since(start) < d.opts.settle {
-		roots := &policyv1.PolicyList{}
-		if err := d.env.Hub.Client.List(ctx, roots); err != nil {
-			return fmt.Errorf("listing policies: %w", err)
-		}
-		m := report.Build(roots.Items)
-		var table bytes.Buffer
-		if err := report.Render(&table, m, report.RenderOptions{Colour: colour}); err != nil {
+	d.say("\n%s", legend)
+	start, last, described := time.Now(), "", false
+	for {
+		table, settled, err := d.table(ctx)
+		if err != nil || ctx.Err() != nil {
 			return err
 		}
-		if table.String() != last {
+		if table != last {
 			d.say("\n[%5.1fs]", time.Since(start).Seconds())
-			fmt.Fprint(d.out, table.String())
-			last = table.String()
+			fmt.Fprint(d.out, table)
+			last = table
 		}
-		if m.Settled() {
+		switch {
+		case described:
+		case settled:
 			d.say("\nEvery policy is Compliant on every cluster it is placed on.")
-			return nil
+			d.describe()
+			described = true
+		case time.Since(start) >= d.opts.settle:
+			d.say("\nNot everything is Compliant after %s; the table above is the current state.", d.opts.settle)
+			d.describe()
+			described = true
 		}
 		if err := d.processesAlive(ctx); err != nil {
 			return err
@@ -214,8 +225,31 @@ func (d *demo) showCompliance(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
-	d.say("\nNot everything is Compliant after %s; the table above is the current state.", d.opts.settle)
-	return nil
+}
+
+// table renders the hub's compliance table, with a column for every
+// managed cluster from the start, and says whether everything is
+// Compliant.
+func (d *demo) table(ctx context.Context) (string, bool, error) {
+	roots := &policyv1.PolicyList{}
+	if err := d.env.Hub.Client.List(ctx, roots); err != nil {
+		if ctx.Err() != nil {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("listing policies: %w", err)
+	}
+	m := report.Build(roots.Items)
+	for _, mc := range d.env.Managed {
+		if !slices.Contains(m.Clusters, mc.Name) {
+			m.Clusters = append(m.Clusters, mc.Name)
+		}
+	}
+	slices.Sort(m.Clusters)
+	var table bytes.Buffer
+	if err := report.Render(&table, m, report.RenderOptions{Colour: isTerminal(d.out)}); err != nil {
+		return "", false, err
+	}
+	return table.String(), m.Settled(), nil
 }
 
 func (d *demo) processesAlive(ctx context.Context) error {
@@ -249,7 +283,7 @@ func (d *demo) describe() {
 		d.say("The dashboard: http://%s/", d.opts.dashboard)
 	}
 	d.say("Logs of the hub controller, the agents and OCM's controllers: %s", filepath.Join(d.dir, "logs"))
-	d.say("\nPress Ctrl-C to stop.")
+	d.say("\nThe table below changes as you apply, change or delete policies on the hub. Press Ctrl-C to stop.")
 }
 
 // stop ends the processes, then the clusters.

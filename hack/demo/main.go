@@ -69,10 +69,5 @@ func run(ctx context.Context, opts options, out io.Writer) error {
 			return err
 		}
 	}
-	if err := d.showCompliance(ctx); err != nil {
-		return err
-	}
-	d.describe()
-	<-ctx.Done()
-	return nil
+	return d.showCompliance(ctx)
 }
