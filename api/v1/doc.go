@@ -1,5 +1,5 @@
 // Package v1 contains the policy.open-cluster-management.io/v1 API types:
-// Policy, PlacementBinding and ConfigurationPolicy.
+// Policy, PlacementBinding, ConfigurationPolicy and CertificatePolicy.
 //
 // The types are wire-compatible with the Open Cluster Management governance
 // policy framework: the JSON field names, enums and defaults match OCM's, so

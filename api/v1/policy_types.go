@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 )
 
 // RemediationAction says whether a policy only reports violations (inform)
@@ -163,6 +164,16 @@ type PolicySpec struct {
 	//
 	// +optional
 	HubTemplateOptions *HubTemplateOptions `json:"hubTemplateOptions,omitempty"`
+
+	// RolloutStrategy says how a new or changed policy reaches the clusters
+	// its Placements select, by decision group: All at once (the default),
+	// Progressive or ProgressivePerGroup, gated on the compliance of the
+	// clusters already updated. It is OCM's RolloutStrategy, so that it
+	// reads as it does on OCM's workloads; it overrides the strategy of a
+	// PolicySet that binds the policy. Replicas never carry it.
+	//
+	// +optional
+	RolloutStrategy *clusterv1alpha1.RolloutStrategy `json:"rolloutStrategy,omitempty"`
 }
 
 // PlacementDecision is one managed cluster chosen by a placement.
@@ -304,6 +315,147 @@ type PolicyStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Rollout shows, per decision group, how far a root policy with a
+	// rollout strategy has reached its clusters, and why it stopped. It is
+	// absent without a strategy. A Canopy extension; OCM ignores it.
+	//
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+}
+
+// RolloutPhase is where the rollout of a root policy stands.
+type RolloutPhase string
+
+const (
+	// RolloutProgressing means some clusters still wait for the current
+	// spec, or are updated and not Compliant yet.
+	RolloutProgressing RolloutPhase = "Progressing"
+	// RolloutSucceeded means every selected cluster has the current spec
+	// and none is still progressing.
+	RolloutSucceeded RolloutPhase = "Succeeded"
+	// RolloutStopped means the rollout does not go on by itself; the
+	// reason and message say why and what to do.
+	RolloutStopped RolloutPhase = "Stopped"
+)
+
+// RolloutClusterState is where one cluster stands in a rollout.
+type RolloutClusterState string
+
+const (
+	// RolloutWaiting means the cluster's replica does not have the current
+	// spec yet (it keeps the previous one, or does not exist yet).
+	RolloutWaiting RolloutClusterState = "Waiting"
+	// RolloutClusterProgressing means the replica has the current spec and
+	// is not Compliant yet, within the progressDeadline.
+	RolloutClusterProgressing RolloutClusterState = "Progressing"
+	// RolloutClusterSucceeded means the replica has the current spec and is
+	// Compliant.
+	RolloutClusterSucceeded RolloutClusterState = "Succeeded"
+	// RolloutClusterFailed means the replica has the current spec and was
+	// not Compliant within the progressDeadline; it counts against
+	// maxFailures.
+	RolloutClusterFailed RolloutClusterState = "Failed"
+)
+
+// RolloutStatus is the rollout of a root policy's current spec.
+type RolloutStatus struct {
+	// Type is the rollout strategy type in effect.
+	//
+	// +optional
+	Type clusterv1alpha1.RolloutType `json:"type,omitempty"`
+
+	// Phase is where the rollout stands.
+	//
+	// +optional
+	// +kubebuilder:validation:Enum=Progressing;Succeeded;Stopped
+	Phase RolloutPhase `json:"phase,omitempty"`
+
+	// Reason is why the rollout stopped, in CamelCase (for example
+	// MaxFailuresReached, ProgressDeadlineExceeded, InvalidRolloutStrategy,
+	// DecisionGroupNotFound); empty while it goes on.
+	//
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// Message says where the rollout stands and, when it stopped, what to do.
+	//
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Groups are the decision groups of the bound Placements, in rollout
+	// order.
+	//
+	// +optional
+	Groups []RolloutGroupStatus `json:"groups,omitempty"`
+}
+
+// RolloutGroupStatus is the rollout in one decision group of a Placement.
+type RolloutGroupStatus struct {
+	// Placement is the name of the Placement the group belongs to.
+	Placement string `json:"placement"`
+
+	// GroupName is the decision group's name; empty for an unnamed group.
+	//
+	// +optional
+	GroupName string `json:"groupName,omitempty"`
+
+	// GroupIndex is the decision group's index.
+	//
+	// +optional
+	GroupIndex int32 `json:"groupIndex,omitempty"`
+
+	// Updated is how many clusters of the group have the current spec.
+	//
+	// +optional
+	Updated int32 `json:"updated,omitempty"`
+
+	// Progressing counts the clusters updated and not Compliant yet, within
+	// the progressDeadline.
+	//
+	// +optional
+	Progressing int32 `json:"progressing,omitempty"`
+	// Succeeded counts the clusters whose replica is Compliant.
+	//
+	// +optional
+	Succeeded int32 `json:"succeeded,omitempty"`
+	// Failed counts the clusters not Compliant within the progressDeadline.
+	//
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// Waiting counts the clusters that do not have the current spec yet.
+	//
+	// +optional
+	Waiting int32 `json:"waiting,omitempty"`
+
+	// Clusters are the group's clusters, sorted by name.
+	//
+	// +optional
+	Clusters []RolloutClusterStatus `json:"clusters,omitempty"`
+}
+
+// RolloutClusterStatus is where one cluster stands in the rollout.
+type RolloutClusterStatus struct {
+	// Name is the managed cluster's name.
+	Name string `json:"name"`
+
+	// State is where the cluster stands.
+	//
+	// +kubebuilder:validation:Enum=Waiting;Progressing;Succeeded;Failed
+	State RolloutClusterState `json:"state"`
+
+	// UpdateTime is when the propagator first saw the cluster's replica
+	// with the current spec; progressDeadline counts from it. Empty while
+	// the cluster waits.
+	//
+	// +optional
+	UpdateTime *metav1.Time `json:"updateTime,omitempty"`
+
+	// LastTransitionTime is when the cluster last changed state;
+	// minSuccessTime counts from its turning Succeeded.
+	//
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
 }
 
 // Policy delivers policy templates (ConfigurationPolicy, HierarchyPolicy,

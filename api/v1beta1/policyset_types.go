@@ -2,6 +2,7 @@ package v1beta1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 )
@@ -15,6 +16,14 @@ type PolicySetSpec struct {
 
 	// Policies are the names of the member policies, in the set's namespace.
 	Policies []policyv1.NonEmptyString `json:"policies"`
+
+	// RolloutStrategy says how a new or changed member policy reaches the
+	// clusters of the Placements bound to this set, by decision group
+	// (OCM's RolloutStrategy; All when unset). A member's own
+	// spec.rolloutStrategy takes precedence.
+	//
+	// +optional
+	RolloutStrategy *clusterv1alpha1.RolloutStrategy `json:"rolloutStrategy,omitempty"`
 }
 
 // PolicySetStatusPlacement is one placement bound to the set.

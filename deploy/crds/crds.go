@@ -46,7 +46,8 @@ var ocmFiles embed.FS
 var admissionFiles embed.FS
 
 // Canopy returns the CRDs of Canopy's API: Policy, PlacementBinding,
-// ConfigurationPolicy, PolicySet, HierarchyPolicy and SubNamespace.
+// ConfigurationPolicy, OperatorPolicy, CertificatePolicy, PolicySet,
+// HierarchyPolicy and SubNamespace.
 func Canopy() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return readCRDs(canopyFiles, ".")
 }

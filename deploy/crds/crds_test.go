@@ -32,12 +32,15 @@ func TestCanopyCRDs(t *testing.T) {
 		"policies.policy.open-cluster-management.io",
 		"placementbindings.policy.open-cluster-management.io",
 		"configurationpolicies.policy.open-cluster-management.io",
+		"operatorpolicies.policy.open-cluster-management.io",
+		"certificatepolicies.policy.open-cluster-management.io",
 		"policysets.policy.open-cluster-management.io",
 		"hierarchypolicies.hierarchy.canopy.io",
 		"subnamespaces.hierarchy.canopy.io",
 	))
 	for _, crd := range got {
-		template := crd.Spec.Names.Kind == "ConfigurationPolicy" || crd.Spec.Names.Kind == "HierarchyPolicy"
+		template := crd.Spec.Names.Kind == "ConfigurationPolicy" || crd.Spec.Names.Kind == "HierarchyPolicy" ||
+			crd.Spec.Names.Kind == "OperatorPolicy" || crd.Spec.Names.Kind == "CertificatePolicy"
 		if template {
 			g.Expect(crd.Labels).To(HaveKeyWithValue(policyv1.PolicyTypeLabel, policyv1.PolicyTypeTemplate), crd.Name)
 		} else {

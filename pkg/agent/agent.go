@@ -14,9 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/canopy-policy/canopy/internal/scheme"
+	"github.com/canopy-policy/canopy/pkg/agent/certpolicy"
 	"github.com/canopy-policy/canopy/pkg/agent/configpolicy"
 	"github.com/canopy-policy/canopy/pkg/agent/hubconn"
 	"github.com/canopy-policy/canopy/pkg/agent/lease"
+	"github.com/canopy-policy/canopy/pkg/agent/operatorpolicy"
 	"github.com/canopy-policy/canopy/pkg/agent/statussync"
 	"github.com/canopy-policy/canopy/pkg/agent/syncer"
 	"github.com/canopy-policy/canopy/pkg/agent/templatesync"
@@ -135,11 +137,21 @@ func setupManaged(mgr ctrl.Manager, opts Options) error {
 }
 
 // Evaluators registers the policy template evaluators that ship with the
-// agent: ConfigurationPolicy and the hierarchical syncer (HierarchyPolicy).
+// agent: ConfigurationPolicy, OperatorPolicy, CertificatePolicy and the
+// hierarchical syncer (HierarchyPolicy). pkg/templatekinds lists the same
+// kinds for the messages about the others.
 func Evaluators(mgr ctrl.Manager, rec *compliance.Recorder) error {
 	cp := &configpolicy.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}
 	if err := cp.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up configpolicy: %w", err)
+	}
+	op := &operatorpolicy.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}
+	if err := op.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up operatorpolicy: %w", err)
+	}
+	cert := &certpolicy.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}
+	if err := cert.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up certpolicy: %w", err)
 	}
 	hp := &syncer.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}
 	if err := hp.SetupWithManager(mgr); err != nil {

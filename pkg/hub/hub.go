@@ -93,6 +93,7 @@ func controllers(mgr ctrl.Manager, opts Options) []controller {
 	list := []controller{
 		&propagator.Reconciler{
 			Client:                  c,
+			APIReader:               mgr.GetAPIReader(),
 			Recorder:                mgr.GetEventRecorder("canopy-" + propagator.ControllerName),
 			MaxConcurrentReconciles: n,
 		},

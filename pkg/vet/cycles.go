@@ -12,16 +12,13 @@ import (
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/depgraph"
+	"github.com/canopy-policy/canopy/pkg/templatekinds"
 )
 
-// templateKinds are the policy template kinds vet knows; dependencies on
-// them are looked up in the policy's namespace, as on the cluster.
-var templateKinds = map[schema.GroupKind]bool{
-	{Group: policyv1.GroupName, Kind: "ConfigurationPolicy"}:                          true,
-	{Group: policyv1.GroupName, Kind: "CertificatePolicy"}:                            true,
-	{Group: policyv1.GroupName, Kind: "OperatorPolicy"}:                               true,
-	{Group: hierarchyv1alpha1.GroupName, Kind: hierarchyv1alpha1.HierarchyPolicyKind}: true,
-}
+// templateKinds are the policy template kinds vet knows, those the agent
+// evaluates (and whose CRDs it ships); dependencies on them are looked up
+// in the policy's namespace, as on the cluster.
+var templateKinds = templatekinds.Evaluated()
 
 // policyDoc is a Policy document, decoded.
 type policyDoc struct {

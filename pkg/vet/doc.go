@@ -38,10 +38,11 @@
 //     library does after converting it to YAML: a template spanning
 //     strings is fine, and one that fails only once converted is still
 //     reported. The disable-templates annotation turns the check off;
-//   - unsupported (warnings): policy templates of a kind Canopy does not
-//     evaluate (anything but ConfigurationPolicy and HierarchyPolicy), other
-//     kinds of OCM's policy group (OperatorPolicy, CertificatePolicy, ...),
-//     and PlacementBindings to a PlacementRule;
+//   - unsupported (warnings): policy templates of a kind Canopy's agent
+//     does not evaluate (pkg/templatekinds: the same list the agent names
+//     when it reports such a template NonCompliant), other kinds of OCM's
+//     policy group (PolicyAutomation, IamPolicy, ...), and PlacementBindings
+//     to a PlacementRule;
 //   - name: names and namespaces the API server would refuse, of every
 //     document and policy template and of the objects of object-templates:
 //     DNS-1123 subdomains (labels for namespaces and Namespaces, DNS-1035

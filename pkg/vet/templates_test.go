@@ -56,13 +56,16 @@ var templateCases = []struct {
 }, {
 	file: "unsupported.yaml",
 	want: []string{
-		`10 warning unsupported Canopy does not evaluate OperatorPolicy templates`,
-		`19 warning unsupported Canopy does not evaluate K8sRequiredLabels templates`,
+		// The agent evaluates OperatorPolicy (line 10) and CertificatePolicy (line 33): no warning.
+		`19 warning unsupported Canopy does not evaluate K8sRequiredLabels templates (it evaluates ConfigurationPolicy, ` +
+			`CertificatePolicy, OperatorPolicy and HierarchyPolicy): the agent reports this template NonCompliant unless ` +
+			`another controller on the managed cluster evaluates it and labels its CRD policy.open-cluster-management.io/policy-type=template`,
 		`30 warning template "{{ fromClusterClaim \"name\" }}" is not resolved: a HierarchyPolicy is not templated on the managed cluster`,
-		`33 warning unsupported Canopy does not evaluate CertificatePolicy`,
 		`47 warning unsupported PlacementBinding legacy refers to PlacementRule all-clusters, which Canopy does not support`,
 		`61 warning template "{{ fromConfigMap \"default\" \"settings\" \"namespaces\" }}" is not resolved: the managed cluster resolves templates only in`,
 		`69 error template hub template "{{hub .ManagedClusterName hub}}" outside a Policy`,
+		`80 warning unsupported Canopy does not evaluate IamPolicy templates (it evaluates ConfigurationPolicy, CertificatePolicy, OperatorPolicy and HierarchyPolicy)`,
+		`87 warning unsupported Canopy does not evaluate PolicyAutomation (it evaluates ConfigurationPolicy, CertificatePolicy, OperatorPolicy and HierarchyPolicy)`,
 	},
 }, {
 	file: "names.yaml",

@@ -51,6 +51,17 @@ spec:
   object-templates:
   - complianceType: musthave
     objectDefinition: {apiVersion: v1, kind: ConfigMap, metadata: {name: e2e, namespace: default}}`),
+	kind("policy.open-cluster-management.io/v1", "CertificatePolicy", "certificatepolicies", true, `
+spec:
+  remediationAction: inform
+  namespaceSelector: {include: [default]}
+  minimumDuration: 100h`),
+	kind("policy.open-cluster-management.io/v1beta1", "OperatorPolicy", "operatorpolicies", true, `
+spec:
+  remediationAction: inform
+  complianceType: musthave
+  upgradeApproval: None
+  subscription: {name: example-operator, namespace: operators, channel: stable, source: example-catalog, sourceNamespace: olm}`),
 	kind("hierarchy.canopy.io/v1alpha1", "HierarchyPolicy", "hierarchypolicies", true,
 		`spec: {remediationAction: inform, nodes: [{name: team-a}, {name: dev, parent: team-a}]}`),
 	kind("hierarchy.canopy.io/v1alpha1", "SubNamespace", "subnamespaces", true, `spec: {}`),

@@ -8,6 +8,7 @@ import (
 	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -131,7 +132,7 @@ func (r *Reconciler) write(ctx context.Context, policy *policyv1.Policy, desired
 	} else if !read {
 		var err error
 		if existing, err = readObject(ctx, r.ManagedClient, desired.GroupVersionKind(), client.ObjectKeyFromObject(desired)); err != nil {
-			return err
+			return r.unmapped(ctx, policy, desired, err)
 		}
 	}
 	if existing == nil {
@@ -164,9 +165,13 @@ func conflictMessage(desired *unstructured.Unstructured, owner string) string {
 		desired.GetKind(), desired.GetName(), owner)
 }
 
-// refused reports a write the API server rejected as invalid as a
-// NonCompliant template, and returns other errors for a retry.
+// refused reports a write the API server rejected as invalid, or of a
+// version it does not serve, as a NonCompliant template, and returns other
+// errors for a retry.
 func (r *Reconciler) refused(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured, verb string, err error) error {
+	if meta.IsNoMatchError(err) {
+		return r.unmapped(ctx, policy, desired, err)
+	}
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 		return r.record(ctx, policy, desired.GetName(), desired, policyv1.NonCompliant,
 			fmt.Sprintf("%s %s %s was refused: %v", verb, desired.GetKind(), desired.GetName(), err))

@@ -24,6 +24,14 @@
 // goes. Other annotations of the objectDefinition, the encryption IV among
 // them, reach the object unchanged.
 //
+// A template whose kind has no CRD labelled
+// policy.open-cluster-management.io/policy-type=template, or whose version
+// that CRD does not serve, is never written either: it is reported
+// NonCompliant with a message naming the kind and saying that no
+// controller on this cluster evaluates it, in OCM's words
+// (UnevaluatedMessage; pkg/templatekinds lists the kinds the agent
+// evaluates, which `kubectl canopy vet` warns about too).
+//
 // It is the only writer of policy template objects and writes no status: it
 // reports through compliance events (pkg/compliance), which statussync turns
 // into Policy status. Its events reference the template by name without a

@@ -90,6 +90,7 @@ func shortName(s string) string {
 // tmpl is a policy template entry for tests.
 type tmpl struct {
 	kind, name    string
+	apiVersion    string // "" = policy.open-cluster-management.io/v1 (v1 for a ConfigMap)
 	compliance    string // the fake evaluator's verdict; "" = Compliant
 	deps          []policyv1.PolicyDependency
 	ignorePending bool
@@ -114,6 +115,9 @@ func (t tmpl) entry() policyv1.PolicyTemplate {
 	}
 	if kind == "ConfigMap" {
 		apiVersion = "v1"
+	}
+	if t.apiVersion != "" {
+		apiVersion = t.apiVersion
 	}
 	spec := t.spec
 	if spec == nil {

@@ -185,8 +185,7 @@ func TestTemplateRules(t *testing.T) {
 	owned.Spec.RemediationAction = policyv1.Enforce
 	c.create(t, owned)
 	g.Eventually(c.hubStatus(t.Context(), "rules")).WithContext(t.Context()).Should(SatisfyAll(
-		WithTransform(latestOf("rules-cm"), Equal("NonCompliant; ConfigMap is not a policy template kind: its "+
-			"CustomResourceDefinition must exist and carry the label policy.open-cluster-management.io/policy-type=template")),
+		WithTransform(latestOf("rules-cm"), Equal("NonCompliant; "+notSupported("ConfigMap"))),
 		WithTransform(latestOf("rules-typo"), SatisfyAll(HavePrefix("NonCompliant; creating ConfigurationPolicy rules-typo was refused:"),
 			ContainSubstring("remediationActoin"))),
 		WithTransform(latestOf("rules-keep"), Equal("Compliant; fake evaluation")),
@@ -214,4 +213,35 @@ func TestTemplateRules(t *testing.T) {
 		return keep.Labels
 	}).WithContext(t.Context()).Should(HaveKeyWithValue(policyv1.PolicyLabel, "thief"))
 	g.Eventually(c.hubStatus(t.Context(), "thief")).WithContext(t.Context()).Should(WithTransform(latestOf("rules-keep"), Equal("Compliant; fake evaluation")))
+}
+
+// A template of a kind nothing on the cluster evaluates, or of a version
+// its CRD does not serve, is reported NonCompliant with a message naming
+// the kind (not the API server's "no matches for kind"); the other
+// templates of the Policy are still written.
+func TestUnevaluatedKinds(t *testing.T) {
+	g := NewWithT(t)
+	c := newCluster(t)
+	constraint := tmpl{kind: "K8sRequiredLabels", name: "unev-gk", apiVersion: "constraints.gatekeeper.sh/v1beta1", spec: map[string]any{}}
+	wrongVersion := cfgPolicy("unev-version")
+	wrongVersion.apiVersion = "policy.open-cluster-management.io/v1beta1"
+	c.create(t, c.replica("unev", nil, constraint, wrongVersion, cfgPolicy("unev-ok")))
+	g.Eventually(c.hubStatus(t.Context(), "unev")).WithContext(t.Context()).Should(SatisfyAll(
+		WithTransform(compliant, Equal(policyv1.NonCompliant)),
+		WithTransform(latestOf("unev-gk"), Equal("NonCompliant; "+notSupported("K8sRequiredLabels.constraints.gatekeeper.sh"))),
+		WithTransform(latestOf("unev-version"), Equal("NonCompliant; template-error; Mapping not found, check if you have the CRD deployed: "+
+			"no controller on this cluster evaluates ConfigurationPolicy.policy.open-cluster-management.io at version v1beta1: "+
+			"its CustomResourceDefinition serves other versions; use one of those")),
+		WithTransform(latestOf("unev-ok"), Equal("Compliant; fake evaluation")),
+	))
+	t.Logf("status: %s", dump(c.hubStatus(t.Context(), "unev")(g)))
+}
+
+// notSupported is the message of a template whose kind no controller on the
+// cluster evaluates.
+func notSupported(kind string) string {
+	return "template-error; policy-template kind is not supported: no controller on this cluster evaluates " + kind +
+		": the Canopy agent evaluates ConfigurationPolicy, CertificatePolicy, OperatorPolicy and HierarchyPolicy; " +
+		"a kind another controller evaluates needs that controller installed, with its CustomResourceDefinition labelled " +
+		"policy.open-cluster-management.io/policy-type=template"
 }

@@ -77,8 +77,7 @@ func planOne(policy *policyv1.Policy, pt policyv1.PolicyTemplate, in Inputs) Tem
 	t := Template{Name: obj.GetName(), IgnorePending: pt.IgnorePending}
 	gvk := obj.GroupVersionKind()
 	if !in.TemplateKinds[gvk.GroupKind()] {
-		t.Problem = fmt.Sprintf("%s is not a policy template kind: its CustomResourceDefinition must exist and carry the label %s=%s",
-			kindString(gvk), policyv1.PolicyTypeLabel, policyv1.PolicyTypeTemplate)
+		t.Problem = UnevaluatedMessage(gvk, false)
 		return t
 	}
 	deps, err := depgraph.Resolve(policy.Namespace, in.TemplateKinds, policy.Spec.Dependencies, pt.ExtraDependencies)

@@ -142,6 +142,8 @@ func staticNames() []string {
 		"ClusterRole/canopy-agent-enforcement",
 		"CustomResourceDefinition/policies.policy.open-cluster-management.io",
 		"CustomResourceDefinition/configurationpolicies.policy.open-cluster-management.io",
+		"CustomResourceDefinition/certificatepolicies.policy.open-cluster-management.io",
+		"CustomResourceDefinition/operatorpolicies.policy.open-cluster-management.io",
 		"CustomResourceDefinition/hierarchypolicies.hierarchy.canopy.io",
 		"CustomResourceDefinition/subnamespaces.hierarchy.canopy.io",
 	}

@@ -59,6 +59,9 @@ const ControllerName = "propagator"
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the hub.
 	Client client.Client
+	// APIReader reads from the API server, where the cache may lag: a
+	// replica that Client does not list yet.
+	APIReader client.Reader
 	// Recorder records propagation failures as events on the root policy.
 	Recorder events.EventRecorder
 	// MaxConcurrentReconciles is how many root policies are reconciled at
@@ -88,6 +91,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&policyv1.Policy{}, builder.WithPredicates(rootChanged)).
 		Watches(&policyv1.Policy{}, handler.EnqueueRequestsFromMapFunc(replicaToRoot),
 			builder.WithPredicates(replicaChanged)).
+		Watches(&policyv1.Policy{}, handler.EnqueueRequestsFromMapFunc(r.replicaToRolloutRoot),
+			builder.WithPredicates(complianceChanged)).
 		Watches(&policyv1.PlacementBinding{}, handler.EnqueueRequestsFromMapFunc(r.bindingToPolicies)).
 		Watches(&policyv1beta1.PolicySet{}, handler.EnqueueRequestsFromMapFunc(r.policySetToPolicies),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -137,14 +142,25 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading the policy sets %s depends on: %w", klog.KObj(policy), err)
 	}
+	gated, err := r.rolloutPlacements(ctx, policy, in)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading the rollout placements of %s: %w", klog.KObj(policy), err)
+	}
 	res := ResolvePlacement(in)
 	policy.Status.Placement = res.Placements
-	out := r.syncReplicas(ctx, policy, res.Clusters, members)
+	out := r.syncReplicas(ctx, policy, res.Clusters, members, gated)
 	if len(out.failures) > 0 {
 		propagationFailures.WithLabelValues(policy.Namespace, policy.Name).Add(float64(len(out.failures)))
 	}
-	r.setPropagated(policy, PropagatedCondition(policy, res, out.failures, out.templateFailures))
-	return ctrl.Result{}, kerrors.NewAggregate(append(out.failures, out.retry...))
+	if out.invalidRollout != nil {
+		r.setPropagated(policy, InvalidRolloutCondition(policy, out.invalidRollout))
+		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("policy %s: %w", klog.KObj(policy), out.invalidRollout))
+	}
+	r.setPropagated(policy, withRollout(PropagatedCondition(policy, res, out.failures, out.templateFailures), res, policy.Status.Rollout))
+	if err := kerrors.NewAggregate(append(out.failures, out.retry...)); err != nil || out.recheck == nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: *out.recheck}, nil
 }
 
 // reconcileDelete deletes every replica of the root policy key.
@@ -167,11 +183,16 @@ type syncOutcome struct {
 	templateFailures []HubTemplateFailure
 	// retry are template failures that are also retried with backoff.
 	retry []error
+	// recheck is when a rollout must be looked at again, or nil.
+	recheck *time.Duration
+	// invalidRollout is the error of a rollout strategy that cannot be read.
+	invalidRollout error
 }
 
-// syncReplicas creates or updates the replica of each selected cluster and
-// deletes the others. One failing cluster does not stop the others.
-func (r *Reconciler) syncReplicas(ctx context.Context, root *policyv1.Policy, clusters []Cluster, members replica.PolicySetMembers) syncOutcome {
+// syncReplicas creates or updates the replica of each selected cluster, as
+// the rollout strategy allows, and deletes the others. One failing cluster
+// does not stop the others.
+func (r *Reconciler) syncReplicas(ctx context.Context, root *policyv1.Policy, clusters []Cluster, members replica.PolicySetMembers, gated []RolloutPlacement) syncOutcome {
 	existing, err := r.replicasOf(ctx, replica.Name(root))
 	if err != nil {
 		return syncOutcome{failures: []error{err}}
@@ -179,29 +200,43 @@ func (r *Reconciler) syncReplicas(ctx context.Context, root *policyv1.Policy, cl
 	var out syncOutcome
 	selected := sets.New[string]()
 	tr := hubtemplates.NewRoot(root)
+	prepared := make([]preparedReplica, 0, len(clusters))
 	for _, c := range clusters {
 		desired := replica.Build(root, c, members)
+		desired.Spec.RolloutStrategy = nil // Note: the strategy is the hub's; replicas never carry it
 		key := client.ObjectKeyFromObject(desired)
-		r.syncReplica(ctx, tr, desired, existing[key], &out)
+		if p, ok := r.prepareReplica(ctx, tr, desired, existing[key], &out); ok {
+			prepared = append(prepared, p)
+		}
 		delete(existing, key)
 		selected.Insert(c.Name)
 	}
+	r.writeReplicas(ctx, root, prepared, gated, &out)
 	r.templates.retain(ctx, replica.Name(root), selected)
 	out.failures = append(out.failures, r.deleteReplicas(ctx, existing)...)
 	return out
 }
 
-// syncReplica resolves the hub templates of desired and writes it.
-func (r *Reconciler) syncReplica(ctx context.Context, root hubtemplates.Root, desired, existing *policyv1.Policy, out *syncOutcome) {
-	cluster := desired.Namespace
+// prepareReplica resolves the hub templates of desired and compares it
+// with existing; it returns false when the templates must be retried.
+func (r *Reconciler) prepareReplica(ctx context.Context, root hubtemplates.Root, desired, existing *policyv1.Policy, out *syncOutcome) (preparedReplica, bool) {
 	res := r.templates.resolve(ctx, root, desired, existing)
 	if res.Hold { // Note: the replica stays as it is, never half resolved
-		out.failures = append(out.failures, fmt.Errorf("cluster %s: resolving hub templates: %w", cluster, res.Retry))
-		return
+		out.failures = append(out.failures, fmt.Errorf("cluster %s: resolving hub templates: %w", desired.Namespace, res.Retry))
+		return preparedReplica{}, false
 	}
 	res.ApplyTo(desired)
-	r.recordTemplateFailures(root.Policy, desired, res, existing)
-	if err := r.applyReplica(ctx, desired, existing); err != nil {
+	upToDate := existing != nil && ReplicaUpToDate(desired, existing)
+	return preparedReplica{desired: desired, existing: existing, templates: res, upToDate: upToDate}, true
+}
+
+// writeReplica writes a prepared replica; it returns whether the replica
+// now has the desired spec.
+func (r *Reconciler) writeReplica(ctx context.Context, root *policyv1.Policy, p preparedReplica, out *syncOutcome) bool {
+	cluster, res := p.desired.Namespace, p.templates
+	r.recordTemplateFailures(root, p.desired, res, p.existing)
+	err := r.applyReplica(ctx, p.desired, p.existing)
+	if err != nil {
 		out.failures = append(out.failures, fmt.Errorf("cluster %s: %w", cluster, err))
 	}
 	for _, f := range res.Failures {
@@ -210,6 +245,7 @@ func (r *Reconciler) syncReplica(ctx context.Context, root hubtemplates.Root, de
 	if res.Retry != nil {
 		out.retry = append(out.retry, fmt.Errorf("cluster %s: hub templates: %w", cluster, res.Retry))
 	}
+	return err == nil
 }
 
 // recordTemplateFailures records OCM's Warning event on root for each
@@ -239,8 +275,7 @@ func (r *Reconciler) applyReplica(ctx context.Context, desired, existing *policy
 	log := ctrl.LoggerFrom(ctx)
 	if existing == nil {
 		if err := r.Client.Create(ctx, desired); apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating replica %s: a Policy that is not a replica of this policy already has its name "+
-				"in the cluster namespace; delete or rename it: %w", klog.KObj(desired), err)
+			return r.applyToExisting(ctx, desired, err)
 		} else if err != nil {
 			return fmt.Errorf("creating replica %s: %w", klog.KObj(desired), err)
 		}
@@ -257,6 +292,23 @@ func (r *Reconciler) applyReplica(ctx context.Context, desired, existing *policy
 	}
 	log.Info("Updated replica", "replica", klog.KObj(desired))
 	return nil
+}
+
+// applyToExisting handles a replica that the cache did not list but the API
+// server has (created, the error): when it is this root's replica, which
+// the cache has not seen yet on a busy hub, it is updated as usual; any
+// other Policy of that name is the user's, and left alone with an error
+// that says so.
+func (r *Reconciler) applyToExisting(ctx context.Context, desired *policyv1.Policy, created error) error {
+	current := &policyv1.Policy{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), current); err != nil {
+		return fmt.Errorf("creating replica %s: %w; reading it: %w", klog.KObj(desired), created, err)
+	}
+	if current.Labels[policyv1.RootPolicyLabel] != desired.Labels[policyv1.RootPolicyLabel] {
+		return fmt.Errorf("creating replica %s: a Policy that is not a replica of this policy already has its name "+
+			"in the cluster namespace; delete or rename it: %w", klog.KObj(desired), created)
+	}
+	return r.applyReplica(ctx, desired, current)
 }
 
 // deleteReplicas deletes replicas, in the order of their keys.

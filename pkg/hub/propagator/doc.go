@@ -19,7 +19,37 @@
 //     decisions, a PlacementRule, a hub template that fails) is explained
 //     in the condition's message;
 //   - the Secret policy-encryption-key of a cluster namespace, when hub
-//     templates encrypt for a cluster that has none.
+//     templates encrypt for a cluster that has none;
+//   - the root's status.rollout, when a rollout strategy applies (below).
+//
+// # Rollout
+//
+// spec.rolloutStrategy of the root, or else of the PolicySet through which
+// a binding names it, is OCM's RolloutStrategy. Without one, or with All,
+// every selected cluster gets the current spec at once and status.rollout
+// is absent. Otherwise the rollout handler of OCM's sdk-go decides, per
+// Placement and from its PlacementDecisions' decision-group labels, which
+// clusters get the current spec now (PlanRollout): a cluster whose replica
+// has the current spec has succeeded when the replica is Compliant, and is
+// progressing otherwise, until progressDeadline has passed since its update
+// (then it has failed and counts against maxFailures). The other clusters'
+// replicas keep their previous spec, or are not created yet. Whether a
+// replica has the current spec is observed (ReplicaUpToDate), so a change
+// to the root mid-rollout starts again from the first decision group, and
+// the only state kept is in status.rollout: when each cluster was updated
+// and last changed state, so that a hub restart resumes the rollout. A
+// mandatory decision group that names no group of the Placement, or
+// decisions without a readable group index, hold every cluster of that
+// Placement (status.rollout says why) rather than update them all at once;
+// a strategy the handler cannot read turns Propagated False with
+// ReasonInvalidRolloutStrategy. Changes of a replica's status.compliant
+// reconcile its root only while the root has status.rollout, and the
+// deadlines are rechecked with RequeueAfter.
+//
+// Note: the agent reports no observed generation, so a replica written
+// with a new spec reports the previous spec's compliance until its agent
+// evaluates the new one. The cluster counts as progressing in the reconcile
+// that writes it; minSuccessTime is the guard against a stale Compliant.
 //
 // Status.status and status.compliant of the root, and PolicySet status, are
 // pkg/hub/rootstatus's, which reads status.placement.

@@ -29,8 +29,8 @@ var rootChanged = predicate.And(predicate.NewPredicateFuncs(isRoot), specOrMetad
 // changes to their spec or metadata.
 var replicaChanged = predicate.And(predicate.NewPredicateFuncs(isReplicaObject), specOrMetadataChanged)
 
-// decisionsChanged passes PlacementDecisions whose clusters or placement
-// label changed.
+// decisionsChanged passes PlacementDecisions whose clusters, placement
+// label or decision-group labels (which order a rollout) changed.
 var decisionsChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		oldPD, okOld := e.ObjectOld.(*clusterv1beta1.PlacementDecision)
@@ -39,7 +39,9 @@ var decisionsChanged = predicate.Funcs{
 			return true
 		}
 		return !equality.Semantic.DeepEqual(oldPD.Status.Decisions, newPD.Status.Decisions) ||
-			oldPD.Labels[clusterv1beta1.PlacementLabel] != newPD.Labels[clusterv1beta1.PlacementLabel]
+			oldPD.Labels[clusterv1beta1.PlacementLabel] != newPD.Labels[clusterv1beta1.PlacementLabel] ||
+			oldPD.Labels[clusterv1beta1.DecisionGroupIndexLabel] != newPD.Labels[clusterv1beta1.DecisionGroupIndexLabel] ||
+			oldPD.Labels[clusterv1beta1.DecisionGroupNameLabel] != newPD.Labels[clusterv1beta1.DecisionGroupNameLabel]
 	},
 }
 

@@ -23,6 +23,7 @@ func TestZeroWritesAcrossRestart(t *testing.T) {
 	ns := newNamespace(t)
 	buildSteadyHub(t, ns)
 	buildSteadyTemplates(t, ns)
+	buildSteadyRollout(t, ns)
 
 	var mark int
 	var before controllerMetrics

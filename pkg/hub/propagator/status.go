@@ -165,5 +165,6 @@ func truncateTo(msg string, n int) string {
 // that is disabled or not bound yet (authors often create the binding
 // after the policy).
 func IsFailure(c metav1.Condition) bool {
-	return c.Status == metav1.ConditionFalse && (c.Reason == ReasonPropagationFailed || c.Reason == ReasonNameTooLong)
+	return c.Status == metav1.ConditionFalse &&
+		(c.Reason == ReasonPropagationFailed || c.Reason == ReasonNameTooLong || c.Reason == ReasonInvalidRolloutStrategy)
 }

@@ -1,0 +1,295 @@
+package propagator
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/sets"
+	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	rolloutsdk "open-cluster-management.io/sdk-go/pkg/apis/cluster/v1alpha1"
+	decisionsdk "open-cluster-management.io/sdk-go/pkg/apis/cluster/v1beta1"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+)
+
+// Reasons of status.rollout, when the rollout stopped.
+const (
+	// ReasonMaxFailuresReached: more clusters of a decision group were not
+	// Compliant within the progressDeadline than maxFailures allows (none,
+	// in a mandatory decision group).
+	ReasonMaxFailuresReached = "MaxFailuresReached"
+	// ReasonInvalidRolloutStrategy: the rollout strategy cannot be read;
+	// the message says which field.
+	ReasonInvalidRolloutStrategy = "InvalidRolloutStrategy"
+	// ReasonDecisionGroupNotFound: a mandatory decision group names no
+	// decision group of the Placement. Nothing is rolled out through that
+	// Placement, rather than everything at once.
+	ReasonDecisionGroupNotFound = "DecisionGroupNotFound"
+	// ReasonInvalidDecisionGroups: a PlacementDecision of the Placement has
+	// no readable decision-group-index label.
+	ReasonInvalidDecisionGroups = "InvalidDecisionGroups"
+)
+
+// RolloutPlacement is a Placement through which a root policy is rolled
+// out under a strategy other than All.
+type RolloutPlacement struct {
+	// Name is the Placement's name.
+	Name string
+	// Namespace is the Placement's (and the root's) namespace.
+	Namespace string
+	// Strategy is the rollout strategy that applies through it.
+	Strategy clusterv1alpha1.RolloutStrategy
+	// Decisions are the Placement's PlacementDecisions, with their
+	// decision-group labels. Nothing may change them.
+	Decisions []*clusterv1beta1.PlacementDecision
+}
+
+// RolloutCluster is what the rollout reads of one selected cluster.
+type RolloutCluster struct {
+	// Updated is true when the cluster's replica has the current spec.
+	Updated bool
+	// Compliance is the replica's status.compliant.
+	Compliance policyv1.ComplianceState
+}
+
+// RolloutInputs is what PlanRollout reads.
+type RolloutInputs struct {
+	// Placements are the Placements under a strategy, sorted by name.
+	Placements []RolloutPlacement
+	// Clusters are the selected clusters whose replica could be prepared,
+	// by name; a cluster missing here is neither updated nor writable.
+	Clusters map[string]RolloutCluster
+	// Previous is the root's status.rollout as last written: the times at
+	// which clusters were updated and turned Succeeded are kept from it.
+	Previous *policyv1.RolloutStatus
+	// Now is the time of this reconcile.
+	Now time.Time
+}
+
+// RolloutPlan is what PlanRollout decides.
+type RolloutPlan struct {
+	// Gated are the clusters of the Placements under a strategy: they get
+	// the current spec only when in ToApply. Other clusters get it at once.
+	Gated sets.Set[string]
+	// ToApply are the gated clusters that may get the current spec now.
+	ToApply sets.Set[string]
+	// RecheckAfter is when the rollout must be looked at again without any
+	// change (a deadline or a minSuccessTime running out); nil for never.
+	RecheckAfter *time.Duration
+	// Invalid is the error of a strategy that cannot be read.
+	Invalid error
+
+	in     RolloutInputs
+	groups []plannedGroup
+	// timedOut are the clusters not Compliant within the progressDeadline.
+	timedOut sets.Set[string]
+	// stop is the reason the rollout stopped, and its message.
+	stop, stopMessage string
+	// prev indexes the updated clusters of in.Previous by name.
+	prev map[string]policyv1.RolloutClusterStatus
+}
+
+// plannedGroup is one decision group of a Placement under a strategy.
+type plannedGroup struct {
+	placement string
+	key       decisionsdk.GroupKey
+	clusters  []string
+}
+
+// PlanRollout decides, with the rollout handler of OCM's sdk-go, which
+// gated clusters may get the current spec of a root policy now. Each
+// Placement is planned on its own; a cluster selected by several may be
+// updated when one of them allows it.
+//
+// A cluster whose replica has the current spec counts as Succeeded when
+// it is Compliant and as Progressing otherwise (NonCompliant and Pending
+// included: an operator takes a while to install); the handler turns a
+// Progressing cluster into a failure once progressDeadline has passed
+// since the update.
+func PlanRollout(in RolloutInputs) RolloutPlan {
+	plan := RolloutPlan{Gated: sets.New[string](), ToApply: sets.New[string](), timedOut: sets.New[string](), in: in}
+	for _, p := range in.Placements {
+		plan.planPlacement(p)
+	}
+	return plan
+}
+
+// planPlacement plans the rollout through one Placement.
+func (plan *RolloutPlan) planPlacement(p RolloutPlacement) {
+	tracker := decisionsdk.NewPlacementDecisionClustersTrackerWithGroups(
+		&clusterv1beta1.Placement{ObjectMeta: objectMeta(p.Namespace, p.Name)}, decisionList(p.Decisions), nil)
+	if err := tracker.Refresh(); err != nil { // Note: its clusters are held in one group, never updated at once
+		clusters := ClustersOf(derefDecisions(p.Decisions))
+		plan.groups = append(plan.groups, plannedGroup{placement: p.Name, clusters: clusters})
+		plan.Gated.Insert(clusters...)
+		plan.stopWith(ReasonInvalidDecisionGroups, fmt.Sprintf("The decisions of Placement %s cannot be read as decision groups (%v): "+
+			"check the labels %s and %s of its PlacementDecisions.", p.Name, err, clusterv1beta1.DecisionGroupIndexLabel, clusterv1beta1.DecisionGroupNameLabel))
+		return
+	}
+	groups := tracker.ExistingClusterGroupsBesides()
+	for _, key := range groups.GetOrderedGroupKeys() {
+		plan.groups = append(plan.groups, plannedGroup{placement: p.Name, key: key, clusters: sets.List(groups[key])})
+		plan.Gated.Insert(groups[key].UnsortedList()...)
+	}
+	if missing := missingGroups(p.Strategy, groups); len(missing) > 0 {
+		plan.stopWith(ReasonDecisionGroupNotFound, fmt.Sprintf("The mandatory decision groups %v of the rollout strategy are not decision groups "+
+			"of Placement %s, so no cluster of it is updated: name groups of its spec.decisionStrategy.", missing, p.Name))
+		return
+	}
+	handler, err := rolloutsdk.NewRolloutHandler[struct{}](tracker, nil)
+	if err != nil {
+		plan.stopWith(ReasonInvalidDecisionGroups, err.Error())
+		return
+	}
+	_, res, err := handler.GetRolloutCluster(p.Strategy, plan.handlerStatuses(groups.GetClusters()))
+	if err != nil {
+		plan.Invalid = fmt.Errorf("rollout strategy through Placement %s: %w", p.Name, err)
+		plan.stopWith(ReasonInvalidRolloutStrategy, fmt.Sprintf("The rollout strategy cannot be read (%v): fix spec.rolloutStrategy.", err))
+		return
+	}
+	plan.take(p, res)
+}
+
+// take records the handler's result for one Placement.
+func (plan *RolloutPlan) take(p RolloutPlacement, res rolloutsdk.RolloutResult) {
+	for _, c := range res.ClustersToRollout {
+		if c.Status == rolloutsdk.ToApply {
+			plan.ToApply.Insert(c.ClusterName)
+		}
+	}
+	for _, c := range res.ClustersTimeOut {
+		plan.timedOut.Insert(c.ClusterName)
+	}
+	if res.MaxFailureBreach {
+		failed := filter(sets.List(plan.timedOut), plan.placementHas(p.Name))
+		verb := map[bool]string{true: "was", false: "were"}[len(failed) == 1]
+		plan.stopWith(ReasonMaxFailuresReached, fmt.Sprintf("%s %s of Placement %s %s not Compliant within the progressDeadline (%s), "+
+			"more than maxFailures allows (mandatory decision groups allow none): the rollout stopped. "+
+			"A cluster that turns Compliant lets it go on; a change to the policy restarts it from the first decision group.",
+			capitalize(plural(len(failed), "cluster")), joinSorted(failed), p.Name, verb, progressDeadline(p.Strategy)))
+	}
+	if d := res.RecheckAfter; d != nil && (plan.RecheckAfter == nil || *d < *plan.RecheckAfter) {
+		plan.RecheckAfter = d
+	}
+}
+
+// handlerStatuses are the rollout statuses of the updated clusters among
+// clusters, as the handler reads them; the others are ToApply to it.
+func (plan *RolloutPlan) handlerStatuses(clusters sets.Set[string]) []rolloutsdk.ClusterRolloutStatus {
+	var out []rolloutsdk.ClusterRolloutStatus
+	for _, name := range sets.List(clusters) {
+		c, ok := plan.in.Clusters[name]
+		if !ok || !c.Updated {
+			continue
+		}
+		st := rolloutsdk.ClusterRolloutStatus{ClusterName: name, Status: rolloutsdk.Progressing}
+		prev := plan.previous(name)
+		st.LastTransitionTime = timeOr(prev.UpdateTime, plan.in.Now)
+		if c.Compliance == policyv1.Compliant {
+			st.Status = rolloutsdk.Succeeded
+			st.LastTransitionTime = timeOr(nil, plan.in.Now)
+			if prev.State == policyv1.RolloutClusterSucceeded {
+				st.LastTransitionTime = timeOr(prev.LastTransitionTime, plan.in.Now)
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// previous is the cluster's entry in the previous status.rollout, or an
+// empty one.
+func (plan *RolloutPlan) previous(cluster string) policyv1.RolloutClusterStatus {
+	if plan.prev == nil && plan.in.Previous != nil {
+		plan.prev = map[string]policyv1.RolloutClusterStatus{}
+		for _, g := range plan.in.Previous.Groups {
+			for _, c := range g.Clusters {
+				if c.State != policyv1.RolloutWaiting {
+					plan.prev[c.Name] = c
+				}
+			}
+		}
+	}
+	return plan.prev[cluster]
+}
+
+// placementHas returns whether a cluster is in a decision group of placement.
+func (plan *RolloutPlan) placementHas(placement string) func(string) bool {
+	return func(cluster string) bool {
+		return slices.ContainsFunc(plan.groups, func(g plannedGroup) bool {
+			return g.placement == placement && slices.Contains(g.clusters, cluster)
+		})
+	}
+}
+
+// stopWith records the first reason the rollout stopped.
+func (plan *RolloutPlan) stopWith(reason, message string) {
+	if plan.stop == "" {
+		plan.stop, plan.stopMessage = reason, message
+	}
+}
+
+// missingGroups returns the mandatory decision groups of strategy that
+// name no group of groups.
+func missingGroups(strategy clusterv1alpha1.RolloutStrategy, groups decisionsdk.ClusterGroupsMap) []string {
+	var mandatory []clusterv1alpha1.MandatoryDecisionGroup
+	switch {
+	case strategy.Type == clusterv1alpha1.Progressive && strategy.Progressive != nil:
+		mandatory = strategy.Progressive.MandatoryDecisionGroups.MandatoryDecisionGroups
+	case strategy.Type == clusterv1alpha1.ProgressivePerGroup && strategy.ProgressivePerGroup != nil:
+		mandatory = strategy.ProgressivePerGroup.MandatoryDecisionGroups.MandatoryDecisionGroups
+	}
+	var missing []string
+	for _, m := range mandatory {
+		found := false
+		for key := range groups {
+			found = found || (m.GroupName != "" && key.GroupName == m.GroupName) || (m.GroupName == "" && key.GroupIndex == m.GroupIndex)
+		}
+		if !found && m.GroupName != "" {
+			missing = append(missing, m.GroupName)
+		} else if !found {
+			missing = append(missing, fmt.Sprintf("index %d", m.GroupIndex))
+		}
+	}
+	return missing
+}
+
+// progressDeadline is the strategy's progressDeadline, "None" when unset.
+func progressDeadline(s clusterv1alpha1.RolloutStrategy) string {
+	var d string
+	switch {
+	case s.Progressive != nil && s.Type == clusterv1alpha1.Progressive:
+		d = s.Progressive.ProgressDeadline
+	case s.ProgressivePerGroup != nil && s.Type == clusterv1alpha1.ProgressivePerGroup:
+		d = s.ProgressivePerGroup.ProgressDeadline
+	}
+	return cmp.Or(d, "None")
+}
+
+// derefDecisions copies the decisions, for ClustersOf.
+func derefDecisions(decisions []*clusterv1beta1.PlacementDecision) []clusterv1beta1.PlacementDecision {
+	out := make([]clusterv1beta1.PlacementDecision, 0, len(decisions))
+	for _, d := range decisions {
+		out = append(out, *d)
+	}
+	return out
+}
+
+// decisionList is a PlacementDecisionGetter over decisions read from the
+// cache.
+type decisionList []*clusterv1beta1.PlacementDecision
+
+// List returns the decisions that selector matches in namespace.
+func (l decisionList) List(selector labels.Selector, namespace string) ([]*clusterv1beta1.PlacementDecision, error) {
+	var out []*clusterv1beta1.PlacementDecision
+	for _, d := range l {
+		if d.Namespace == namespace && selector.Matches(labels.Set(d.Labels)) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
