@@ -112,8 +112,34 @@ func TestAgentBase(t *testing.T) {
 	g.Expect(refs).To(ContainElement(configMap))
 }
 
-// TestBasesApply applies both rendered bases to a real API server with a
-// server-side dry run: every object must be valid for the API server and
+// TestDashboardComponent checks that the dashboard component, on top of
+// deploy/hub, makes canopy-hub serve the dashboard and puts a Service in
+// front of it, and that the base alone does neither.
+func TestDashboardComponent(t *testing.T) {
+	g := NewWithT(t)
+	dashboardArgs := func(objs []*unstructured.Unstructured) (args []string, service bool) {
+		for _, o := range objs {
+			switch {
+			case o.GetKind() == "Deployment" && o.GetName() == "canopy-hub":
+				containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+				a, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+				args = a
+			case o.GetKind() == "Service" && o.GetName() == "canopy-hub-dashboard":
+				service = true
+			}
+		}
+		return args, service
+	}
+	args, service := dashboardArgs(build(t, "../hub-with-dashboard"))
+	g.Expect(args).To(ContainElement("--dashboard-address=:8090"))
+	g.Expect(service).To(BeTrue())
+	args, service = dashboardArgs(build(t, "."))
+	g.Expect(args).NotTo(ContainElement(ContainSubstring("--dashboard-address")))
+	g.Expect(service).To(BeFalse())
+}
+
+// TestBasesApply applies both rendered bases, and the hub with its dashboard
+// component, to a real API server with a server-side dry run: every object must be valid for the API server and
 // the CRDs it has (OCM's included, as on an OCM hub).
 func TestBasesApply(t *testing.T) {
 	g := NewWithT(t)
@@ -122,7 +148,7 @@ func TestBasesApply(t *testing.T) {
 	// Note: a dry run creates nothing, so the namespace the others live in
 	// must exist for real.
 	g.Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "canopy-system"}})).To(Succeed())
-	for _, dir := range []string{".", "../agent"} {
+	for _, dir := range []string{".", "../agent", "../hub-with-dashboard"} {
 		for _, obj := range build(t, dir) {
 			err := hub.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
 				client.DryRunAll, client.ForceOwnership, client.FieldOwner("kustomize-test"))
