@@ -41,3 +41,9 @@ const GroupName = "policy.open-cluster-management.io"
 // Policy: the replica label value "<namespace>.<name>" must fit in 63
 // characters.
 const MaxRootPolicyNameLength = 62
+
+// ConditionPropagated is the condition of a root Policy that says whether it
+// is replicated to every managed cluster its bindings select, and if not,
+// why (no binding, no decision, a failure); the hub's propagator owns it,
+// `kubectl canopy explain` shows its message.
+const ConditionPropagated = "Propagated"

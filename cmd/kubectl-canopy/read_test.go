@@ -56,6 +56,20 @@ func TestReadCommands(t *testing.T) {
 	t.Run("golden", func(t *testing.T) { testGoldenOutputs(t, env) })
 	t.Run("errors", func(t *testing.T) { testErrors(t, env) })
 	t.Run("context namespace", func(t *testing.T) { testContextNamespace(t, env) })
+	t.Run("not the hub's policies", func(t *testing.T) { testNotRootPolicies(t, env) })
+}
+
+// testNotRootPolicies checks that status, pointed at policies that are all
+// replicas (a cluster namespace, as on a managed cluster), says so and
+// where to point it instead; with nothing at all it says only that.
+func testNotRootPolicies(t *testing.T, env *testenv.Env) {
+	g := NewWithT(t)
+	out, err := runCLI(t, env, "status", "-n", "cluster1")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(MatchRegexp(`^No root policies found, only \d+ polic(y|ies) that are replicas or local copies .*point --kubeconfig`))
+	out, err = runCLI(t, env, "status", "-n", "no-such-namespace")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out).To(Equal("No policies found.\n"))
 }
 
 // testContextNamespace checks the namespace scope when the kubeconfig

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/spf13/cobra"
 
@@ -60,7 +61,11 @@ func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
 		return printStructured(o.out, o.output, m)
 	}
 	if len(m.Rows) == 0 {
-		_, err := fmt.Fprintln(o.out, "No policies found.")
+		replicas, err := o.replicasInScope(cmd)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(o.out, noPoliciesMessage(replicas))
 		return err
 	}
 	if err := report.Render(o.out, m, report.RenderOptions{Colour: colour}); err != nil {
@@ -71,6 +76,45 @@ func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
 		count(len(m.Rows), "policy", "policies"), count(len(m.Clusters), "cluster", "clusters"),
 		t.Compliant, t.NonCompliant, t.Pending, t.Unknown)
 	return err
+}
+
+// noPoliciesMessage says that no root policy was found and, when replicas
+// or local copies (policies labelled with their root) were, that this is a
+// managed cluster or a cluster namespace, not the hub's policy namespaces.
+func noPoliciesMessage(replicas int) string {
+	if replicas == 0 {
+		return "No policies found."
+	}
+	return fmt.Sprintf("No root policies found, only %s that are replicas or local copies (label %s): "+
+		"this is a managed cluster or a cluster namespace of the hub. status reads the root policies on the hub: "+
+		"point --kubeconfig (or --context) at the hub, and -n at the policies' namespace, or use -A.",
+		count(replicas, "policy", "policies"), policyv1.RootPolicyLabel)
+}
+
+// replicasInScope counts the policies in status's namespace scope that are
+// replicas or local copies.
+func (o *statusOptions) replicasInScope(cmd *cobra.Command) (int, error) {
+	c, err := o.client()
+	if err != nil {
+		return 0, err
+	}
+	ns := ""
+	if !o.allNamespaces {
+		if ns, err = o.namespaceScope(); err != nil {
+			return 0, err
+		}
+	}
+	list := &policyv1.PolicyList{}
+	if err := c.List(cmd.Context(), list, client.InNamespace(ns)); err != nil {
+		return 0, fmt.Errorf("listing policies: %w", err)
+	}
+	n := 0
+	for _, p := range list.Items {
+		if _, replica := p.Labels[policyv1.RootPolicyLabel]; replica {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // count returns "1 policy" or "2 policies".

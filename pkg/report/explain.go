@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,10 @@ type Explanation struct {
 	Disabled bool `json:"disabled,omitempty"`
 	// Compliant is the root policy's overall compliance.
 	Compliant policyv1.ComplianceState `json:"compliant,omitempty"`
+	// Placement is the message of the root's Propagated condition: where
+	// the hub replicated the policy, or why it did not (no binding, a
+	// Placement without decisions and why, a failure).
+	Placement string `json:"placement,omitempty"`
 	// Clusters are the clusters the policy is placed on or has a replica
 	// on, sorted by name.
 	Clusters []ClusterExplanation `json:"clusters"`
@@ -138,6 +143,9 @@ func Explain(root *policyv1.Policy, replicas []policyv1.Policy, opts ExplainOpti
 		Disabled:  root.Spec.Disabled,
 		Compliant: root.Status.ComplianceState,
 		Clusters:  []ClusterExplanation{},
+	}
+	if c := meta.FindStatusCondition(root.Status.Conditions, policyv1.ConditionPropagated); c != nil {
+		e.Placement = c.Message
 	}
 	byCluster := map[string]*policyv1.Policy{}
 	label := replica.Name(root)

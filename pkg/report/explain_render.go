@@ -23,6 +23,9 @@ func RenderExplanation(w io.Writer, e Explanation, opts RenderOptions) error {
 	if len(e.Clusters) == 0 {
 		b.WriteString("  placed on no cluster\n")
 	}
+	if e.Placement != "" {
+		fmt.Fprintf(&b, "  placement: %s\n", e.Placement)
+	}
 	for _, c := range e.Clusters {
 		fmt.Fprintf(&b, "\nCluster %s: %s", c.Cluster, cell(c.Compliant, true, opts))
 		if c.NoReplica {

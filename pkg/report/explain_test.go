@@ -136,6 +136,17 @@ func TestRenderExplanationEdgeCases(t *testing.T) {
 		replicas: func(*policyv1.Policy) []policyv1.Policy { return nil },
 		want:     "Policy p/idle: -\n  placed on no cluster\n",
 	}, {
+		name: "placed nowhere, and the hub says why",
+		root: func() policyv1.Policy {
+			r := root("p", "idle", "")
+			r.Status.Conditions = []metav1.Condition{{Type: policyv1.ConditionPropagated, Status: metav1.ConditionFalse,
+				Reason: "NoDecisions", Message: "Placement p/pl has no decisions: ManagedClusterSet default is not bound to namespace p"}}
+			return r
+		}(),
+		replicas: func(*policyv1.Policy) []policyv1.Policy { return nil },
+		want: "Policy p/idle: -\n  placed on no cluster\n" +
+			"  placement: Placement p/pl has no decisions: ManagedClusterSet default is not bound to namespace p\n",
+	}, {
 		name: "ignorePending, not reported, no replica",
 		root: root("p", "a", policyv1.Compliant, "c1", "Compliant", "c2", ""),
 		replicas: func(r *policyv1.Policy) []policyv1.Policy {

@@ -12,8 +12,8 @@ import (
 )
 
 // ConditionPropagated says whether the root policy is replicated to every
-// managed cluster its bindings select.
-const ConditionPropagated = "Propagated"
+// managed cluster its bindings select (policyv1.ConditionPropagated).
+const ConditionPropagated = policyv1.ConditionPropagated
 
 // Reasons of ConditionPropagated.
 const (
