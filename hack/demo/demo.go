@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -105,17 +104,8 @@ func (d *demo) join(ctx context.Context, mc *testenv.ManagedCluster, canary bool
 	if canary {
 		labels["canary"] = "true"
 	}
-	cluster := &clusterv1.ManagedCluster{}
-	if err := d.env.Hub.Client.Get(ctx, client.ObjectKey{Name: mc.Name}, cluster); err != nil {
+	if err := ocmagents.LabelCluster(ctx, d.env, mc.Name, labels); err != nil {
 		return err
-	}
-	patch := client.MergeFrom(cluster.DeepCopy())
-	if cluster.Labels == nil {
-		cluster.Labels = map[string]string{}
-	}
-	maps.Copy(cluster.Labels, labels)
-	if err := d.env.Hub.Client.Patch(ctx, cluster, patch); err != nil {
-		return fmt.Errorf("labelling managed cluster %s: %w", mc.Name, err)
 	}
 	d.say("  %s: accepted and joined in %s; labelled %v", mc.Name, time.Since(start).Round(100*time.Millisecond), labels)
 	return nil

@@ -73,7 +73,7 @@ func (e *Env) register(ctx context.Context, name string) (*ManagedCluster, error
 	if err != nil {
 		return nil, err
 	}
-	if err := waitForAccess(ctx, hubClient, name); err != nil {
+	if err := WaitForAccess(ctx, hubClient, name, &policyv1.PolicyList{}); err != nil {
 		return nil, fmt.Errorf("waiting for the agent RBAC of %s: %w", name, err)
 	}
 	path := filepath.Join(e.Dir, name+"-hub.kubeconfig")
@@ -179,11 +179,12 @@ func ensureAgentRBAC(ctx context.Context, c client.Client, namespace string, sub
 	return nil
 }
 
-// waitForAccess waits until the RBAC authorizer's caches grant the agent
-// what the Role allows, so that callers never see a transient Forbidden.
-func waitForAccess(ctx context.Context, agent client.Client, namespace string) error {
+// WaitForAccess waits until c may list the objects of list's kind in
+// namespace, so that callers never see a transient Forbidden while the RBAC
+// authorizer's caches catch up with a new Role, binding or identity.
+func WaitForAccess(ctx context.Context, c client.Client, namespace string, list client.ObjectList) error {
 	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		err := agent.List(ctx, &policyv1.PolicyList{}, client.InNamespace(namespace), client.Limit(1))
+		err := c.List(ctx, list, client.InNamespace(namespace), client.Limit(1))
 		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
 			return false, nil
 		}

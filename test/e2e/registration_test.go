@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // ginkgo's DSL reads best unqualified
@@ -100,12 +98,7 @@ func reportOnFailure(ctx context.Context, env *testenv.Env) {
 	if !CurrentSpecReport().Failed() {
 		return
 	}
-	logs, _ := filepath.Glob(filepath.Join(env.Dir, "logs", "*.log"))
-	for _, f := range logs {
-		data, _ := os.ReadFile(f)
-		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		GinkgoWriter.Printf("end of %s:\n%s\n", f, strings.Join(lines[max(0, len(lines)-30):], "\n"))
-	}
+	GinkgoWriter.Print(ocmagents.LogTails(env))
 	mcas := &addonv1beta1.ManagedClusterAddOnList{}
 	if err := env.Hub.Client.List(ctx, mcas); err == nil {
 		for _, mca := range mcas.Items {

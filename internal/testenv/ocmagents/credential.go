@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,7 +55,7 @@ func AddonCredential(ctx context.Context, env *testenv.Env, mc *testenv.ManagedC
 	if err != nil {
 		return err
 	}
-	if err := waitForPolicyAccess(ctx, hubClient, mc.Name); err != nil {
+	if err := testenv.WaitForAccess(ctx, hubClient, mc.Name, &policyv1.PolicyList{}); err != nil {
 		return fmt.Errorf("waiting for the permissions of addon %s on %s: %w", addon, mc.Name, err)
 	}
 	mc.HubConfig, mc.HubClient, mc.HubKubeconfigPath = cfg, hubClient, path
@@ -76,15 +75,4 @@ func mountSecret(secret *corev1.Secret, dir string) error {
 		}
 	}
 	return nil
-}
-
-// waitForPolicyAccess waits until c may list the Policies of namespace.
-func waitForPolicyAccess(ctx context.Context, c client.Client, namespace string) error {
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, joinTimeout, true, func(ctx context.Context) (bool, error) {
-		err := c.List(ctx, &policyv1.PolicyList{}, client.InNamespace(namespace), client.Limit(1))
-		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-			return false, nil
-		}
-		return err == nil, err
-	})
 }

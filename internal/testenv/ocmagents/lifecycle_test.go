@@ -108,17 +108,8 @@ func TestProcessesDieWithTestProcess(t *testing.T) {
 func logOnFailure(t *testing.T, env *testenv.Env) {
 	t.Helper()
 	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		logs, _ := filepath.Glob(filepath.Join(env.Dir, "logs", "*.log"))
-		for _, f := range logs {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				continue
-			}
-			lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-			t.Logf("end of %s:\n%s", f, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		if t.Failed() {
+			t.Log(ocmagents.LogTails(env))
 		}
 	})
 }

@@ -239,3 +239,15 @@ func logTail(path string) string {
 	}
 	return string(bytes.Join(lines, []byte("\n")))
 }
+
+// LogTails returns the end of every log under env.Dir/logs (OCM's
+// processes, kube-controller-manager), for a failed test to say what they
+// saw.
+func LogTails(env *testenv.Env) string {
+	logs, _ := filepath.Glob(filepath.Join(env.Dir, "logs", "*.log"))
+	var b bytes.Buffer
+	for _, f := range logs {
+		fmt.Fprintf(&b, "end of %s:\n%s\n", f, logTail(f))
+	}
+	return b.String()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -124,6 +125,12 @@ func Join(ctx context.Context, env *testenv.Env, mc *testenv.ManagedCluster, acc
 // listens on the fixed port 8000, which the test processes of several
 // packages running at once cannot share.
 func SetClusterSet(ctx context.Context, env *testenv.Env, name, set string) error {
+	return LabelCluster(ctx, env, name, map[string]string{clusterv1beta2.ClusterSetLabel: set})
+}
+
+// LabelCluster adds labels to the ManagedCluster name on env's hub, as
+// `kubectl label managedcluster` does (Placements select clusters by them).
+func LabelCluster(ctx context.Context, env *testenv.Env, name string, labels map[string]string) error {
 	mc := &clusterv1.ManagedCluster{}
 	if err := env.Hub.Client.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
 		return err
@@ -132,9 +139,9 @@ func SetClusterSet(ctx context.Context, env *testenv.Env, name, set string) erro
 	if mc.Labels == nil {
 		mc.Labels = map[string]string{}
 	}
-	mc.Labels[clusterv1beta2.ClusterSetLabel] = set
+	maps.Copy(mc.Labels, labels)
 	if err := env.Hub.Client.Patch(ctx, mc, patch); err != nil {
-		return fmt.Errorf("adding managed cluster %s to cluster set %s: %w", name, set, err)
+		return fmt.Errorf("labelling managed cluster %s: %w", name, err)
 	}
 	return nil
 }

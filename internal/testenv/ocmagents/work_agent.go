@@ -4,15 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -65,7 +61,11 @@ func StartWorkAgent(ctx context.Context, env *testenv.Env, mc *testenv.ManagedCl
 	if err != nil {
 		return fmt.Errorf("issuing the work agent identity of %s: %w", mc.Name, err)
 	}
-	if err := waitForWorkAccess(ctx, hubCfg, mc.Name); err != nil {
+	workClient, err := client.New(hubCfg, client.Options{Scheme: controlplane.Scheme()})
+	if err != nil {
+		return err
+	}
+	if err := testenv.WaitForAccess(ctx, workClient, mc.Name, &workv1.ManifestWorkList{}); err != nil {
 		return fmt.Errorf("waiting for the work agent RBAC of %s: %w", mc.Name, err)
 	}
 	hubKubeconfig := filepath.Join(env.Dir, mc.Name+"-work-hub.kubeconfig")
@@ -127,22 +127,6 @@ func ensureWorkRBAC(ctx context.Context, c client.Client, cluster string) error 
 		return fmt.Errorf("writing the work agent RBAC of %s: %w", cluster, err)
 	}
 	return nil
-}
-
-// waitForWorkAccess waits until the RBAC authorizer grants the work agent
-// the ManifestWorks of its cluster namespace.
-func waitForWorkAccess(ctx context.Context, cfg *rest.Config, namespace string) error {
-	c, err := client.New(cfg, client.Options{Scheme: controlplane.Scheme()})
-	if err != nil {
-		return err
-	}
-	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		err := c.List(ctx, &workv1.ManifestWorkList{}, client.InNamespace(namespace), client.Limit(1))
-		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-			return false, nil
-		}
-		return err == nil, err
-	})
 }
 
 // StartWorkAgents starts the work agent of every managed cluster of env at
