@@ -25,6 +25,19 @@ type Recorder struct {
 
 	mu   sync.Mutex
 	last map[recordKey]recorded
+	// past holds the compliance events found in the namespaces learned so
+	// far that no Record has taken over yet: per stream, the newest event
+	// about each related object (Counts decides which one applies).
+	past map[recordKey][]corev1.Event
+	// learned is one entry per namespace: closed once its events are in
+	// past (or learning failed: err says so and the next Record retries).
+	learned map[string]*learning
+}
+
+// learning is one namespace's list of past compliance events, done once.
+type learning struct {
+	done chan struct{}
+	err  error
 }
 
 // recordKey identifies one template's event stream on one parent.
@@ -79,7 +92,8 @@ func (o RecordOptions) object() types.UID {
 // template for the first time (after a restart, say) reads the template's
 // latest event through it, to go on from there instead of repeating it.
 func NewRecorder(writer client.Writer, reader client.Reader, src EventSource) *Recorder {
-	return &Recorder{writer: writer, reader: reader, source: src, now: time.Now, last: map[recordKey]recorded{}}
+	return &Recorder{writer: writer, reader: reader, source: src, now: time.Now,
+		last: map[recordKey]recorded{}, past: map[recordKey][]corev1.Event{}, learned: map[string]*learning{}}
 }
 
 // Record records c on parent when it is news, and reports whether it wrote
@@ -106,6 +120,7 @@ func (r *Recorder) Record(ctx context.Context, parent Parent, c Compliance, opts
 	}
 	r.mu.Lock()
 	r.last[key] = remember
+	delete(r.past, key) // what the API server had is superseded by memory
 	r.mu.Unlock()
 	return emit, nil
 }
@@ -119,6 +134,11 @@ func (r *Recorder) Forget(template types.NamespacedName) {
 	for key := range r.last {
 		if key.reason == reason {
 			delete(r.last, key)
+		}
+	}
+	for key := range r.past {
+		if key.reason == reason {
+			delete(r.past, key)
 		}
 	}
 }
@@ -168,8 +188,8 @@ func hidden(last *recorded, next Compliance, visible *policyv1.ComplianceHistory
 }
 
 // lastRecorded returns the last event of key about the template object
-// with the UID object: from memory, or else from the API server (nil when
-// there is none).
+// with the UID object: from memory, or else from the events the API server
+// had in the parent's namespace (nil when there is none).
 func (r *Recorder) lastRecorded(ctx context.Context, parent Parent, key recordKey, object types.UID) (*recorded, error) {
 	r.mu.Lock()
 	last, ok := r.last[key]
@@ -177,13 +197,113 @@ func (r *Recorder) lastRecorded(ctx context.Context, parent Parent, key recordKe
 	if ok {
 		return &last, nil
 	}
-	list := &corev1.EventList{}
-	selector := fields.SelectorFromSet(fields.Set{"involvedObject.uid": string(parent.UID), "reason": key.reason})
-	err := r.reader.List(ctx, list, client.InNamespace(parent.Namespace), client.MatchingFieldsSelector{Selector: selector})
-	if err != nil {
-		return nil, fmt.Errorf("listing the compliance events of policy %s/%s: %w", parent.Namespace, parent.Name, err)
+	if err := r.learn(ctx, parent.Namespace); err != nil {
+		return nil, err
 	}
-	return latest(list.Items, object), nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return latest(r.past[key], object), nil
+}
+
+// learn reads the past compliance events of namespace once, with one
+// paginated list for every template there rather than one per template:
+// at start-up, with thousands of templates, a list per first event kept
+// the evaluators' workers waiting on the API server. Concurrent callers
+// wait for the one list; a failed list is retried by the next caller.
+//
+// Note: after learning, events about the namespace's Policies come only
+// from this Recorder (one agent writes a cluster's events at a time), so
+// memory and the learned events together are the whole story.
+func (r *Recorder) learn(ctx context.Context, namespace string) error {
+	r.mu.Lock()
+	l, ok := r.learned[namespace]
+	if !ok || (isClosed(l.done) && l.err != nil) {
+		l = &learning{done: make(chan struct{})}
+		r.learned[namespace] = l
+		r.mu.Unlock()
+		l.err = r.listPast(ctx, namespace)
+		close(l.done)
+		return l.err
+	}
+	r.mu.Unlock()
+	select {
+	case <-l.done:
+		return l.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// listPast adds the compliance events of namespace's Policies to r.past.
+func (r *Recorder) listPast(ctx context.Context, namespace string) error {
+	selector := fields.SelectorFromSet(fields.Set{"involvedObject.kind": "Policy"})
+	opts := []client.ListOption{client.InNamespace(namespace), client.MatchingFieldsSelector{Selector: selector}, client.Limit(500)}
+	for cont := ""; ; {
+		list := &corev1.EventList{}
+		if err := r.reader.List(ctx, list, append(opts, client.Continue(cont))...); err != nil {
+			return fmt.Errorf("listing the compliance events of namespace %s: %w", namespace, err)
+		}
+		r.mu.Lock()
+		for i := range list.Items {
+			r.keepPast(&list.Items[i])
+		}
+		r.mu.Unlock()
+		if cont = list.Continue; cont == "" {
+			return nil
+		}
+	}
+}
+
+// keepPast adds ev to r.past unless its stream is in memory already or an
+// event about the same related object is newer; r.mu is held.
+func (r *Recorder) keepPast(ev *corev1.Event) {
+	if _, err := Parse(ev); err != nil {
+		return
+	}
+	key := recordKey{parent: ev.InvolvedObject.UID, reason: ev.Reason}
+	if _, ok := r.last[key]; ok {
+		return
+	}
+	kept := r.past[key]
+	for i := range kept {
+		if sameRelated(&kept[i], ev) {
+			if newer(ev, &kept[i]) {
+				kept[i] = trimmed(ev)
+			}
+			return
+		}
+	}
+	r.past[key] = append(kept, trimmed(ev))
+}
+
+// sameRelated reports whether a and b are about the same related object
+// (or both about none), which is what Counts tells apart.
+func sameRelated(a, b *corev1.Event) bool {
+	if a.Related == nil || b.Related == nil {
+		return a.Related == nil && b.Related == nil
+	}
+	return a.Related.UID == b.Related.UID
+}
+
+// trimmed keeps of ev what latest reads, so that learning a namespace of
+// thousands of events does not hold their whole objects.
+func trimmed(ev *corev1.Event) corev1.Event {
+	out := corev1.Event{Reason: ev.Reason, Message: ev.Message, Action: ev.Action,
+		LastTimestamp: ev.LastTimestamp, EventTime: ev.EventTime}
+	out.Name, out.CreationTimestamp = ev.Name, ev.CreationTimestamp
+	if ev.Related != nil {
+		out.Related = &corev1.ObjectReference{UID: ev.Related.UID}
+	}
+	return out
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // latest returns the newest parseable compliance event of events that

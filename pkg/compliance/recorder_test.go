@@ -1,6 +1,10 @@
 package compliance
 
 import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,4 +167,63 @@ func TestRecorderStaleEvents(t *testing.T) {
 		"the status shows the stale event")
 	g.Expect(r.Record(t.Context(), parent, pending, RecordOptions{Related: ref, Visible: shown(stale)})).To(BeFalse(),
 		"the status lags behind the Pending event just written")
+}
+
+// listCounter counts the lists that reach the API server through it.
+type listCounter struct {
+	client.Reader
+	lists atomic.Int32
+}
+
+func (c *listCounter) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	c.lists.Add(1)
+	return c.Reader.List(ctx, list, opts...)
+}
+
+// TestRecorderLearnsANamespaceOnce restarts a Recorder over a namespace
+// with many templates' events and checks that it reads them with one list
+// (not one per template), concurrently, and still goes on from each
+// template's last event: only the templates whose state changed get one.
+func TestRecorderLearnsANamespaceOnce(t *testing.T) {
+	g := NewWithT(t)
+	cp := suite.Get(t)
+	ns := controlplane.Namespace(t, cp.Client)
+	parent := ParentFromPolicy(newPolicy(t, cp.Client, ns, "parent"))
+	src := EventSource{Component: "canopy-agent", Instance: "test"}
+	const templates = 40
+	state := func(i int, s policyv1.ComplianceState) Compliance {
+		return Compliance{Template: types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("cfg-%d", i)}, State: s, Message: "m"}
+	}
+	related := func(i int) RecordOptions {
+		ref := TemplateRef(policyv1.GroupVersion.WithKind("ConfigurationPolicy"), ns, fmt.Sprintf("cfg-%d", i))
+		ref.UID = types.UID(fmt.Sprintf("uid-%d", i))
+		return RecordOptions{Related: ref}
+	}
+	first := NewRecorder(cp.Client, cp.Client, src)
+	for i := range templates {
+		g.Expect(first.Record(t.Context(), parent, state(i, policyv1.NonCompliant), related(i))).To(BeTrue())
+	}
+
+	reader := &listCounter{Reader: cp.Client}
+	restarted := NewRecorder(cp.Client, reader, src)
+	var wg sync.WaitGroup
+	wrote := make([]bool, templates)
+	for i := range templates {
+		wg.Go(func() {
+			next := policyv1.NonCompliant
+			if i%2 == 0 {
+				next = policyv1.Compliant
+			}
+			var err error
+			wrote[i], err = restarted.Record(t.Context(), parent, state(i, next), related(i))
+			g.Expect(err).NotTo(HaveOccurred())
+		})
+	}
+	wg.Wait()
+	g.Expect(reader.lists.Load()).To(BeEquivalentTo(1), "one list for the namespace")
+	for i := range templates {
+		g.Expect(wrote[i]).To(Equal(i%2 == 0), "template %d: an event only when its state changed", i)
+	}
+	g.Expect(eventsOf(t, g, cp.Client, &policyv1.Policy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, UID: parent.UID}})).
+		To(HaveLen(templates + templates/2))
 }
