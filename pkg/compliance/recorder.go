@@ -32,6 +32,10 @@ type Recorder struct {
 	// learned is one entry per namespace: closed once its events are in
 	// past (or learning failed: err says so and the next Record retries).
 	learned map[string]*learning
+	// forgotten are the streams (by reason) Forget dropped: the next Record
+	// of one reads its events from the API server again, as the namespace's
+	// learned events no longer hold them.
+	forgotten map[string]bool
 }
 
 // learning is one namespace's list of past compliance events, done once.
@@ -93,7 +97,8 @@ func (o RecordOptions) object() types.UID {
 // latest event through it, to go on from there instead of repeating it.
 func NewRecorder(writer client.Writer, reader client.Reader, src EventSource) *Recorder {
 	return &Recorder{writer: writer, reader: reader, source: src, now: time.Now,
-		last: map[recordKey]recorded{}, past: map[recordKey][]corev1.Event{}, learned: map[string]*learning{}}
+		last: map[recordKey]recorded{}, past: map[recordKey][]corev1.Event{}, learned: map[string]*learning{},
+		forgotten: map[string]bool{}}
 }
 
 // Record records c on parent when it is news, and reports whether it wrote
@@ -141,6 +146,7 @@ func (r *Recorder) Forget(template types.NamespacedName) {
 			delete(r.past, key)
 		}
 	}
+	r.forgotten[reason] = true
 }
 
 // decide says whether next is news after last (nil: no event known), and
@@ -197,12 +203,42 @@ func (r *Recorder) lastRecorded(ctx context.Context, parent Parent, key recordKe
 	if ok {
 		return &last, nil
 	}
+	if r.wasForgotten(key.reason) {
+		last, err := r.listStream(ctx, parent, key, object)
+		if err != nil {
+			r.mu.Lock()
+			r.forgotten[key.reason] = true // read it again next time
+			r.mu.Unlock()
+		}
+		return last, err
+	}
 	if err := r.learn(ctx, parent.Namespace); err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return latest(r.past[key], object), nil
+}
+
+// wasForgotten reports whether Forget dropped the stream named reason since
+// it was last recorded, and clears the mark.
+func (r *Recorder) wasForgotten(reason string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	forgotten := r.forgotten[reason]
+	delete(r.forgotten, reason)
+	return forgotten
+}
+
+// listStream reads the last event of key from the API server alone.
+func (r *Recorder) listStream(ctx context.Context, parent Parent, key recordKey, object types.UID) (*recorded, error) {
+	list := &corev1.EventList{}
+	selector := fields.SelectorFromSet(fields.Set{"involvedObject.uid": string(parent.UID), "reason": key.reason})
+	err := r.reader.List(ctx, list, client.InNamespace(parent.Namespace), client.MatchingFieldsSelector{Selector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("listing the compliance events of policy %s/%s: %w", parent.Namespace, parent.Name, err)
+	}
+	return latest(list.Items, object), nil
 }
 
 // learn reads the past compliance events of namespace once, with one

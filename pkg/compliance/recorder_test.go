@@ -226,4 +226,10 @@ func TestRecorderLearnsANamespaceOnce(t *testing.T) {
 	}
 	g.Expect(eventsOf(t, g, cp.Client, &policyv1.Policy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, UID: parent.UID}})).
 		To(HaveLen(templates + templates/2))
+
+	// A forgotten stream (its template deleted) is read again from the API
+	// server: the same state again is no news.
+	restarted.Forget(state(0, "").Template)
+	g.Expect(restarted.Record(t.Context(), parent, state(0, policyv1.Compliant), related(0))).To(BeFalse())
+	g.Expect(reader.lists.Load()).To(BeEquivalentTo(2))
 }
