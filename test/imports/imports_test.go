@@ -34,12 +34,12 @@ type layer struct {
 // controllers share moves down into a leaf.
 var layers = []layer{
 	{"api", "api/... deploy/...", "api"},
-	{"leaf", "pkg/* pkg/hub/agentrbac internal/scheme internal/cmdutil", "api leaf"},
+	{"leaf", "pkg/* pkg/hub/agentrbac pkg/agent/evaluator internal/scheme internal/cmdutil", "api leaf"},
 	{"library", "pkg/report pkg/vet pkg/agent/dryrun", "api leaf library"},
 	{"controller", "pkg/hub/* pkg/agent/*", "api leaf library"},
 	{"assembly", "pkg/hub pkg/agent pkg/agent/hubconn", "api leaf library controller assembly"},
 	{"program", "cmd/...", "api leaf library controller assembly"},
-	{"test-only", "internal/testenv/... internal/controlplane/... internal/browser/... internal/cmdutil/cmdtest pkg/hierarchy/hierarchytest", "api leaf library controller assembly test-only"},
+	{"test-only", "internal/testenv/... internal/controlplane/... internal/browser/... internal/cmdutil/cmdtest pkg/hierarchy/hierarchytest pkg/agent/evaluator/evaluatortest", "api leaf library controller assembly test-only"},
 	{"tool", "hack/... test/...", "api leaf library controller assembly test-only tool"},
 }
 
@@ -142,12 +142,12 @@ func TestViolationsCatchesBadImports(t *testing.T) {
 func TestLayerOf(t *testing.T) {
 	for pkg, want := range map[string]string{
 		"api/v1": "api", "api/hierarchy/v1alpha1": "api", "deploy/crds": "api",
-		"pkg/compliance": "leaf", "pkg/hub/agentrbac": "leaf", "internal/scheme": "leaf",
+		"pkg/compliance": "leaf", "pkg/hub/agentrbac": "leaf", "pkg/agent/evaluator": "leaf", "pkg/enqueue": "leaf", "internal/scheme": "leaf",
 		"pkg/report": "library", "pkg/agent/dryrun": "library",
 		"pkg/hub/propagator": "controller", "pkg/agent/syncer": "controller",
 		"pkg/hub": "assembly", "pkg/agent": "assembly", "pkg/agent/hubconn": "assembly",
 		"internal/testenv": "test-only", "internal/controlplane": "test-only", "internal/browser": "test-only",
-		"cmd/kubectl-canopy": "program", "test/e2e": "tool", "hack/demo": "tool",
+		"pkg/agent/evaluator/evaluatortest": "test-only", "cmd/kubectl-canopy": "program", "test/e2e": "tool", "hack/demo": "tool",
 		"pkg/hub/propagator/sub": "", "internal/other": "",
 	} {
 		if got := layerOf(pkg, layers); got.name != want {

@@ -2,7 +2,6 @@ package certpolicy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -14,15 +13,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/agent/evaluator"
 	"github.com/canopy-policy/canopy/pkg/compliance"
-	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
-	"github.com/canopy-policy/canopy/pkg/statuspatch"
+	"github.com/canopy-policy/canopy/pkg/enqueue"
 )
 
 // Name is the controller's name.
@@ -35,6 +32,14 @@ const DefaultResyncInterval = time.Minute
 
 // gvk is the kind of the templates this controller evaluates.
 var gvk = policyv1.GroupVersion.WithKind(policyv1.CertificatePolicyKind)
+
+// kind is what the evaluators' shared code needs to know of
+// CertificatePolicies: they are read from the cache, as their status holds
+// nothing the next evaluation reads back, and Secrets are polled, not
+// watched.
+var kind = evaluator.Kind[*policyv1.CertificatePolicy]{Name: Name, GVK: gvk, ReadCached: true,
+	New:    func() *policyv1.CertificatePolicy { return &policyv1.CertificatePolicy{} },
+	Status: func(p *policyv1.CertificatePolicy) any { return p.Status }}
 
 // RBAC: reading Secrets is what a policy checks, not the agent's own
 // machinery, so it comes from the enforcement ClusterRole
@@ -66,48 +71,39 @@ type Reconciler struct {
 	// crosses its minimum duration.
 	ResyncInterval time.Duration
 
-	now func() time.Time
+	// base is what every evaluator shares: the start and end of Reconcile.
+	base *evaluator.Base[*policyv1.CertificatePolicy]
+	now  func() time.Time
 }
 
 // SetupWithManager registers the controller with mgr, the managed
 // cluster's manager. ManagedClient and Recorder are required;
 // ManagedReader defaults to the manager's API reader.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.ManagedClient == nil || r.Recorder == nil {
-		return errors.New("certpolicy.Reconciler needs a ManagedClient and a Recorder")
-	}
-	if r.ManagedReader == nil {
-		r.ManagedReader = mgr.GetAPIReader()
-	}
-	r.now = time.Now
 	if r.ResyncInterval == 0 {
 		r.ResyncInterval = DefaultResyncInterval
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		For(&policyv1.CertificatePolicy{}, builder.WithPredicates(predicate.Or[client.Object](
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies), builder.WithPredicates(
-			predicate.Or[client.Object](predicate.LabelChangedPredicate{}, predicate.GenerationChangedPredicate{}))).
-		WithOptions(controller.Options{RateLimiter: controllerdefaults.RateLimiter[reconcile.Request]()}).
+	clients := evaluator.Clients{ManagedClient: r.ManagedClient, ManagedReader: r.ManagedReader, Recorder: r.Recorder}
+	base, bld, err := evaluator.Setup(mgr, kind, clients,
+		predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
+	if err != nil {
+		return err
+	}
+	r.base, r.ManagedReader, r.now = base, base.ManagedReader, time.Now
+	return bld.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies), builder.WithPredicates(
+		predicate.Or[client.Object](predicate.LabelChangedPredicate{}, predicate.GenerationChangedPredicate{}))).
+		WithOptions(evaluator.Options(1)). // one worker: controller-runtime's default, which it always had
 		Complete(r)
 }
 
 // Reconcile evaluates one CertificatePolicy and records its compliance.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	policy := &policyv1.CertificatePolicy{}
-	if err := r.ManagedClient.Get(ctx, req.NamespacedName, policy); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Recorder.Forget(req.NamespacedName)
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.base.Reconcile(ctx, req, func(ctx context.Context, policy *policyv1.CertificatePolicy) (ctrl.Result, error) {
+		if !policy.DeletionTimestamp.IsZero() {
+			return ctrl.Result{}, nil // nothing to clean up: the policy writes nothing
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !policy.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil // nothing to clean up: the policy writes nothing
-	}
-	status := statuspatch.Snapshot(r.ManagedClient, policy, func(p *policyv1.CertificatePolicy) any { return p.Status })
-	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
-	return r.reconcileNormal(ctx, policy)
+		return r.reconcileNormal(ctx, policy)
+	})
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.CertificatePolicy) (ctrl.Result, error) {
@@ -223,9 +219,5 @@ func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []ctrl.Re
 		ctrl.LoggerFrom(ctx).Error(err, "Listing certificate policies to re-evaluate")
 		return nil
 	}
-	reqs := make([]ctrl.Request, len(list.Items))
-	for i := range list.Items {
-		reqs[i].NamespacedName = client.ObjectKeyFromObject(&list.Items[i])
-	}
-	return reqs
+	return enqueue.Each(list.Items)
 }

@@ -2,7 +2,6 @@ package certpolicy
 
 import (
 	"encoding/json"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,19 +13,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/yaml"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/controlplane"
-	"github.com/canopy-policy/canopy/pkg/compliance"
+	"github.com/canopy-policy/canopy/pkg/agent/evaluator/evaluatortest"
 )
 
 // suite is a managed cluster's API server with this controller running.
 var suite = &controlplane.Suite{Name: "managed", Start: func(cp *controlplane.ControlPlane) (func() error, error) {
 	return controlplane.StartManager(cp.Config, manager.Options{}, func(mgr ctrl.Manager) error {
-		recorder := compliance.NewRecorder(mgr.GetClient(), mgr.GetAPIReader(),
-			compliance.EventSource{Component: "canopy-agent", Instance: "test"})
-		return (&Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: recorder,
+		return (&Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: evaluatortest.Recorder(mgr),
 			ResyncInterval: time.Second}).SetupWithManager(mgr)
 	})
 }}
@@ -51,11 +47,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Parallel()
 	c := suite.Get(t).Client
 	f := &fixture{t: t, g: NewWithT(t), c: c, ns: controlplane.Namespace(t, c)}
-	f.parent = &policyv1.Policy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "parent"},
-		Spec:       policyv1.PolicySpec{PolicyTemplates: []policyv1.PolicyTemplate{}},
-	}
-	f.g.Expect(f.c.Create(t.Context(), f.parent)).To(Succeed())
+	f.parent = evaluatortest.Parent(t, c, f.ns)
 	return f
 }
 
@@ -64,12 +56,7 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) policy(doc string) *policyv1.CertificatePolicy {
 	f.t.Helper()
 	p := &policyv1.CertificatePolicy{}
-	f.g.Expect(yaml.UnmarshalStrict([]byte(strings.ReplaceAll(doc, "$NS", f.ns)), p)).To(Succeed())
-	p.Namespace = f.ns
-	p.OwnerReferences = []metav1.OwnerReference{{
-		APIVersion: policyv1.GroupVersion.String(), Kind: "Policy", Name: f.parent.Name, UID: f.parent.UID,
-	}}
-	f.g.Expect(f.c.Create(f.t.Context(), p)).To(Succeed())
+	evaluatortest.Template(f.t, f.c, f.parent, p, strings.ReplaceAll(doc, "$NS", f.ns))
 	return p
 }
 
@@ -101,21 +88,7 @@ func (f *fixture) status(name string) func(Gomega) policyv1.CertificatePolicySta
 // events returns a function that lists the compliance event messages on
 // the parent Policy, oldest first.
 func (f *fixture) events() func(Gomega) []string {
-	return func(g Gomega) []string {
-		list := &corev1.EventList{}
-		g.Expect(f.c.List(f.t.Context(), list, client.InNamespace(f.ns))).To(Succeed())
-		slices.SortFunc(list.Items, func(a, b corev1.Event) int { return strings.Compare(a.Name, b.Name) })
-		var msgs []string
-		for _, ev := range list.Items {
-			if ev.InvolvedObject.UID != f.parent.UID {
-				continue
-			}
-			_, err := compliance.Parse(&ev)
-			g.Expect(err).NotTo(HaveOccurred())
-			msgs = append(msgs, ev.Message)
-		}
-		return msgs
-	}
+	return evaluatortest.Events(f.t.Context(), f.c, f.parent, true)
 }
 
 // expectNoLeak fails when the status of policy name or an event of the

@@ -2,13 +2,11 @@ package configpolicy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/discovery"
@@ -17,27 +15,18 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/agent/evaluator"
 	"github.com/canopy-policy/canopy/pkg/compliance"
-	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
-	"github.com/canopy-policy/canopy/pkg/depwatch"
-	"github.com/canopy-policy/canopy/pkg/statuspatch"
 )
 
 // PruneFinalizer holds a ConfigurationPolicy whose pruneObjectBehavior is
 // DeleteIfCreated or DeleteAll until its objects are deleted. The value is
 // OCM's.
 const PruneFinalizer = "policy.open-cluster-management.io/delete-related-objects"
-
-// unknownKindRecheck is how often a policy whose kind is not served is
-// evaluated again, besides the watch on the CRD that would serve it (a CRD
-// whose plural is not the conventional one escapes that watch).
-const unknownKindRecheck = time.Minute
 
 // RBAC: enforcing a ConfigurationPolicy creates, updates and deletes objects
 // of any kind the policy names, anywhere on the managed cluster, and
@@ -69,6 +58,9 @@ type Reconciler struct {
 	// zero means controllerdefaults.ConfigPolicyConcurrency.
 	MaxConcurrentReconciles int
 
+	// base is what every evaluator shares: the start and end of Reconcile,
+	// the dynamic client and the watcher's lifecycle.
+	base *evaluator.Base[*policyv1.ConfigurationPolicy]
 	// dynamic reads and writes the objects the policies name.
 	dynamic dynamic.Interface
 	// discovery resolves kinds for the template resolvers of policies that
@@ -76,9 +68,6 @@ type Reconciler struct {
 	discovery discovery.DiscoveryInterface
 	// watcher watches them, and resolves kinds through discovery.
 	watcher depclient.DynamicWatcher
-	// watches runs watcher; every Reconcile holds it, so that the watcher
-	// stops only once no evaluation has a query batch open.
-	watches *depwatch.Lifecycle
 	now     func() time.Time
 }
 
@@ -87,55 +76,31 @@ type Reconciler struct {
 // and Recorder are required; ManagedReader defaults to the manager's API
 // reader.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.ManagedClient == nil || r.Recorder == nil {
-		return errors.New("configpolicy.Reconciler needs a ManagedClient and a Recorder")
-	}
-	if r.ManagedReader == nil {
-		r.ManagedReader = mgr.GetAPIReader()
-	}
+	var bld *builder.Builder
 	var err error
-	if r.dynamic, err = dynamic.NewForConfig(mgr.GetConfig()); err != nil {
-		return fmt.Errorf("creating the dynamic client: %w", err)
-	}
 	if r.discovery, err = discovery.NewDiscoveryClientForConfig(mgr.GetConfig()); err != nil {
 		return fmt.Errorf("creating the discovery client: %w", err)
 	}
-	var events source.Source
-	if r.watches, events, err = depwatch.Setup(mgr, depclient.Options{DisableInitialReconcile: true}); err != nil {
+	clients := evaluator.Clients{ManagedClient: r.ManagedClient, ManagedReader: r.ManagedReader, Recorder: r.Recorder}
+	if r.base, bld, err = evaluator.Setup(mgr, kind, clients, evaluationTriggers()); err != nil {
 		return err
 	}
-	r.watcher, r.now = r.watches.Watcher(), time.Now
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("configpolicy").
-		For(&policyv1.ConfigurationPolicy{}, builder.WithPredicates(evaluationTriggers())).
-		WatchesRawSource(events).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: controllerdefaults.Concurrency(r.MaxConcurrentReconciles, controllerdefaults.ConfigPolicyConcurrency),
-			RateLimiter:             controllerdefaults.RateLimiter[reconcile.Request](),
-		}).
-		Complete(r)
+	r.ManagedReader, r.dynamic, r.watcher, r.now = r.base.ManagedReader, r.base.Dynamic, r.base.Watches.Watcher(), time.Now
+	return bld.WithOptions(evaluator.Options(r.MaxConcurrentReconciles)).Complete(r)
 }
 
 // Reconcile evaluates one ConfigurationPolicy when it is due, and prunes
 // its objects when it is deleted.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	release, err := r.watches.Hold(ctx)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	defer release() // the watcher stops only once this evaluation is over
-	policy := &policyv1.ConfigurationPolicy{}
-	if err := r.ManagedReader.Get(ctx, req.NamespacedName, policy); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(ctx, req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.base.Reconcile(ctx, req, r.reconcile)
+}
+
+// reconcile keeps the finalizer as the policy says, then evaluates or
+// prunes. The finalizer's patch leaves policy, so its status, as it was.
+func (r *Reconciler) reconcile(ctx context.Context, policy *policyv1.ConfigurationPolicy) (ctrl.Result, error) {
 	if changed, err := r.reconcileFinalizer(ctx, policy); changed || err != nil {
 		return ctrl.Result{}, err
 	}
-	status := statuspatch.Snapshot(r.ManagedClient, policy, func(p *policyv1.ConfigurationPolicy) any { return p.Status })
-	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
 	if !policy.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, policy)
 	}
@@ -237,6 +202,11 @@ func (r *Reconciler) newEvaluation(ctx context.Context, policy *policyv1.Configu
 	return e, end, nil
 }
 
+// unknownKindRecheck is how often a policy whose kind is not served is
+// evaluated again, besides the watch on the CRD that would serve it (a CRD
+// whose plural is not the conventional one escapes that watch).
+const unknownKindRecheck = time.Minute
+
 // schedule says when policy is evaluated next, after evaluation e: on
 // watch events, after its interval, or after a transient failure (with
 // backoff). A policy that cannot be applied as it is ends in a terminal
@@ -273,27 +243,18 @@ func remediated(outcomes []templateOutcome) bool {
 }
 
 func (r *Reconciler) stopWatching(ctx context.Context, policy *policyv1.ConfigurationPolicy) {
-	id := watcherID(types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name})
-	if err := r.watcher.RemoveWatcher(id); err != nil {
-		ctrl.LoggerFrom(ctx).V(4).Info("Cannot remove the watches of a policy", "error", err.Error())
-	}
+	r.base.StopWatching(ctx, client.ObjectKeyFromObject(policy))
 }
 
-// forget drops what is kept in memory for a deleted policy.
-func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
-	if err := r.watcher.RemoveWatcher(watcherID(key)); err != nil {
-		ctrl.LoggerFrom(ctx).V(4).Info("Cannot remove the watches of a policy", "error", err.Error())
-	}
-	r.Recorder.Forget(key)
-}
+// kind is what the evaluators' shared code needs to know of
+// ConfigurationPolicies: they are read from the API server, and what they
+// read is watched.
+var kind = evaluator.Kind[*policyv1.ConfigurationPolicy]{Name: "configpolicy", Watch: true,
+	GVK:    policyv1.GroupVersion.WithKind(policyv1.ConfigurationPolicyKind),
+	New:    func() *policyv1.ConfigurationPolicy { return &policyv1.ConfigurationPolicy{} },
+	Status: func(p *policyv1.ConfigurationPolicy) any { return p.Status }}
 
 // watcherID identifies a policy to the dynamic watcher.
 func watcherID(key types.NamespacedName) depclient.ObjectIdentifier {
-	return depclient.ObjectIdentifier{
-		Group:     policyv1.GroupVersion.Group,
-		Version:   policyv1.GroupVersion.Version,
-		Kind:      "ConfigurationPolicy",
-		Namespace: key.Namespace,
-		Name:      key.Name,
-	}
+	return evaluator.WatcherID(kind.GVK, key)
 }

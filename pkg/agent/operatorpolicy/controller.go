@@ -9,31 +9,21 @@ import (
 	"time"
 
 	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+	"github.com/canopy-policy/canopy/pkg/agent/evaluator"
 	"github.com/canopy-policy/canopy/pkg/compliance"
-	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
-	"github.com/canopy-policy/canopy/pkg/depwatch"
-	"github.com/canopy-policy/canopy/pkg/statuspatch"
 )
 
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "operatorpolicy"
-
-// packageManifestRecheck is how often a policy that waits on a
-// PackageManifest is evaluated again: PackageManifests are not watched.
-const packageManifestRecheck = time.Minute
 
 // RBAC: the evaluator reads OLM's objects and, under enforce, creates
 // OperatorGroups and Subscriptions (and their namespace), approves
@@ -63,9 +53,10 @@ type Reconciler struct {
 	// Recorder records compliance events on the parent Policies.
 	Recorder *compliance.Recorder
 
-	dynamic dynamic.Interface
-	watches *depwatch.Lifecycle
-	now     func() time.Time
+	// base is what every evaluator shares: the start and end of Reconcile,
+	// the dynamic client and the watcher's lifecycle.
+	base *evaluator.Base[*policyv1beta1.OperatorPolicy]
+	now  func() time.Time
 }
 
 // SetupWithManager registers the controller and the dynamic watcher that
@@ -73,62 +64,38 @@ type Reconciler struct {
 // ManagedClient and Recorder are required; ManagedReader defaults to the
 // manager's API reader.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if r.ManagedClient == nil || r.Recorder == nil {
-		return errors.New("operatorpolicy.Reconciler needs a ManagedClient and a Recorder")
-	}
-	if r.ManagedReader == nil {
-		r.ManagedReader = mgr.GetAPIReader()
-	}
-	var err error
-	if r.dynamic, err = dynamic.NewForConfig(mgr.GetConfig()); err != nil {
-		return fmt.Errorf("creating the dynamic client: %w", err)
-	}
-	watches, events, err := depwatch.Setup(mgr, depclient.Options{DisableInitialReconcile: true})
+	base, bld, err := evaluator.Setup(mgr, kind,
+		evaluator.Clients{ManagedClient: r.ManagedClient, ManagedReader: r.ManagedReader, Recorder: r.Recorder},
+		evaluationTriggers())
 	if err != nil {
 		return err
 	}
-	r.watches, r.now = watches, time.Now
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(ControllerName).
-		For(&policyv1beta1.OperatorPolicy{}, builder.WithPredicates(evaluationTriggers())).
-		Watches(&policyv1beta1.OperatorPolicy{}, handler.EnqueueRequestsFromMapFunc(overlapping)).
-		WatchesRawSource(events).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: controllerdefaults.Concurrency(0, controllerdefaults.ConfigPolicyConcurrency),
-			RateLimiter:             controllerdefaults.RateLimiter[reconcile.Request](),
-		}).
+	r.base, r.ManagedReader, r.now = base, base.ManagedReader, time.Now
+	return bld.Watches(&policyv1beta1.OperatorPolicy{}, handler.EnqueueRequestsFromMapFunc(overlapping)).
+		WithOptions(evaluator.Options(0)).
 		Complete(r)
 }
 
 // Reconcile evaluates one OperatorPolicy.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	release, err := r.watches.Hold(ctx)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	defer release() // the watcher stops only once this evaluation is over
-	policy := &policyv1beta1.OperatorPolicy{}
-	if err := r.ManagedReader.Get(ctx, req.NamespacedName, policy); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(ctx, req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	status := statuspatch.Snapshot(r.ManagedClient, policy, func(p *policyv1beta1.OperatorPolicy) any { return p.Status })
-	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
-	// Note: a deleted OperatorPolicy leaves the operator as it is, as in OCM.
-	return r.reconcileNormal(ctx, policy)
+//
+// Note: a deleted OperatorPolicy leaves the operator as it is, as in OCM.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.base.Reconcile(ctx, req, r.reconcileNormal)
 }
+
+// packageManifestRecheck is how often a policy that waits on a
+// PackageManifest is evaluated again: PackageManifests are not watched.
+const packageManifestRecheck = time.Minute
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1beta1.OperatorPolicy) (ctrl.Result, error) {
 	id := watcherID(types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name})
-	if err := r.watches.Watcher().StartQueryBatch(id); err != nil {
+	if err := r.base.Watches.Watcher().StartQueryBatch(id); err != nil {
 		return ctrl.Result{}, fmt.Errorf("starting the watches of %s: %w", klog.KObj(policy), err)
 	}
-	e := &evaluation{policy: policy, read: watchReader{watcher: r.watches.Watcher(), id: id}, dynamic: r.dynamic,
+	e := &evaluation{policy: policy, read: watchReader{watcher: r.base.Watches.Watcher(), id: id}, dynamic: r.base.Dynamic,
 		policies: r.ManagedClient, now: metav1.NewTime(r.now().Truncate(time.Second))}
 	errs := []error{e.run(ctx)}
-	if err := r.watches.Watcher().EndQueryBatch(id); err != nil {
+	if err := r.base.Watches.Watcher().EndQueryBatch(id); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Cannot end the watches of a policy", "policy", klog.KObj(policy))
 	}
 	ctrl.LoggerFrom(ctx).V(4).Info("Evaluated", "policy", klog.KObj(policy), "compliant", policy.Status.ComplianceState)
@@ -146,18 +113,18 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1beta1.
 	return ctrl.Result{}, nil
 }
 
-// forget drops what is kept in memory for a deleted policy.
-func (r *Reconciler) forget(ctx context.Context, key types.NamespacedName) {
-	if err := r.watches.Watcher().RemoveWatcher(watcherID(key)); err != nil {
-		ctrl.LoggerFrom(ctx).V(4).Info("Cannot remove the watches of a policy", "error", err.Error())
-	}
-	r.Recorder.Forget(key)
+// kind is what the evaluators' shared code needs to know of
+// OperatorPolicies: they are read from the API server, and the OLM objects
+// they read are watched.
+var kind = evaluator.Kind[*policyv1beta1.OperatorPolicy]{
+	Name: ControllerName, GVK: policyv1beta1.GroupVersion.WithKind(policyv1beta1.OperatorPolicyKind), Watch: true,
+	New:    func() *policyv1beta1.OperatorPolicy { return &policyv1beta1.OperatorPolicy{} },
+	Status: func(p *policyv1beta1.OperatorPolicy) any { return p.Status },
 }
 
 // watcherID identifies a policy to the dynamic watcher.
 func watcherID(key types.NamespacedName) depclient.ObjectIdentifier {
-	return depclient.ObjectIdentifier{Group: policyv1beta1.GroupVersion.Group, Version: policyv1beta1.GroupVersion.Version,
-		Kind: policyv1beta1.OperatorPolicyKind, Namespace: key.Namespace, Name: key.Name}
+	return evaluator.WatcherID(kind.GVK, key)
 }
 
 // overlapping maps a policy to the other policies its status says manage

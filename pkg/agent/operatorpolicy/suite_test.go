@@ -2,28 +2,24 @@ package operatorpolicy
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/yaml"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
 	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/testenv/olmsim"
+	"github.com/canopy-policy/canopy/pkg/agent/evaluator/evaluatortest"
 	"github.com/canopy-policy/canopy/pkg/agent/templatesync"
-	"github.com/canopy-policy/canopy/pkg/compliance"
 )
 
 // sim is the suite's OLM simulator (OLM cannot run here; see olmsim).
@@ -40,8 +36,7 @@ var suite = &controlplane.Suite{Name: "managed", Start: func(cp *controlplane.Co
 	done := make(chan struct{})
 	go func() { defer close(done); sim.Run(ctx) }()
 	stop, err := controlplane.StartManager(cp.Config, manager.Options{}, func(mgr ctrl.Manager) error {
-		recorder := compliance.NewRecorder(mgr.GetClient(), mgr.GetAPIReader(),
-			compliance.EventSource{Component: "canopy-agent", Instance: "test"})
+		recorder := evaluatortest.Recorder(mgr)
 		// templatesync creates OperatorPolicies from Policies, as on a
 		// managed cluster (TestDeliveredByPolicy).
 		ts := &templatesync.Reconciler{ManagedClient: mgr.GetClient(), Recorder: recorder}
@@ -86,11 +81,7 @@ func newFixture(t *testing.T, pkg string, versions ...string) *fixture {
 	t.Parallel()
 	c := suite.Get(t).Client
 	f := &fixture{t: t, g: NewWithT(t), c: c, ns: controlplane.Namespace(t, c), pkg: pkg}
-	f.parent = &policyv1.Policy{
-		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "parent"},
-		Spec:       policyv1.PolicySpec{PolicyTemplates: []policyv1.PolicyTemplate{}},
-	}
-	f.g.Expect(f.c.Create(t.Context(), f.parent)).To(Succeed())
+	f.parent = evaluatortest.Parent(t, c, f.ns)
 	csvs := make([]string, len(versions))
 	for i, v := range versions {
 		csvs[i] = pkg + "." + v
@@ -105,13 +96,7 @@ func newFixture(t *testing.T, pkg string, versions ...string) *fixture {
 func (f *fixture) policy(doc string) *policyv1beta1.OperatorPolicy {
 	f.t.Helper()
 	p := &policyv1beta1.OperatorPolicy{}
-	doc = strings.NewReplacer("$NS", f.ns, "$PKG", f.pkg).Replace(doc)
-	f.g.Expect(yaml.UnmarshalStrict([]byte(doc), p)).To(Succeed())
-	p.Namespace = f.ns
-	p.OwnerReferences = []metav1.OwnerReference{{
-		APIVersion: policyv1.GroupVersion.String(), Kind: "Policy", Name: f.parent.Name, UID: f.parent.UID,
-	}}
-	f.g.Expect(f.c.Create(f.t.Context(), p)).To(Succeed())
+	evaluatortest.Template(f.t, f.c, f.parent, p, strings.NewReplacer("$NS", f.ns, "$PKG", f.pkg).Replace(doc))
 	return p
 }
 
@@ -142,18 +127,7 @@ func (f *fixture) condition(name, condType string) func(Gomega) string {
 // events returns a function that lists the compliance event messages on
 // the parent Policy, oldest first.
 func (f *fixture) events() func(Gomega) []string {
-	return func(g Gomega) []string {
-		list := &corev1.EventList{}
-		g.Expect(f.c.List(f.t.Context(), list, client.InNamespace(f.ns))).To(Succeed())
-		slices.SortFunc(list.Items, func(a, b corev1.Event) int { return strings.Compare(a.Name, b.Name) })
-		var msgs []string
-		for _, ev := range list.Items {
-			if ev.InvolvedObject.UID == f.parent.UID {
-				msgs = append(msgs, ev.Message)
-			}
-		}
-		return msgs
-	}
+	return evaluatortest.Events(f.t.Context(), f.c, f.parent, false)
 }
 
 // object returns a function that gets an OLM object of the test's

@@ -24,6 +24,7 @@ import (
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
 	"github.com/canopy-policy/canopy/pkg/depwatch"
+	"github.com/canopy-policy/canopy/pkg/enqueue"
 )
 
 // Name is the controller's name.
@@ -262,11 +263,7 @@ func (r *Reconciler) allPolicies(ctx context.Context, _ client.Object) []ctrl.Re
 		ctrl.LoggerFrom(ctx).Error(err, "Listing policies to re-evaluate")
 		return nil
 	}
-	reqs := make([]ctrl.Request, len(list.Items))
-	for i := range list.Items {
-		reqs[i].NamespacedName = client.ObjectKeyFromObject(&list.Items[i])
-	}
-	return reqs
+	return enqueue.Each(list.Items)
 }
 
 // templateKinds maps each policy template kind to the version to list it at.

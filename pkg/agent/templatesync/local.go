@@ -18,6 +18,7 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/depgraph"
+	"github.com/canopy-policy/canopy/pkg/enqueue"
 )
 
 // The Policies and ConfigurationPolicies of the cluster namespace, by far
@@ -136,11 +137,7 @@ func (r *Reconciler) dependants(ctx context.Context, obj client.Object, kind str
 		ctrl.LoggerFrom(ctx).Error(err, "Listing the dependants", "kind", kind, "name", obj.GetName())
 		return nil
 	}
-	out := make([]reconcile.Request, len(list.Items))
-	for i := range list.Items {
-		out[i].NamespacedName = client.ObjectKeyFromObject(&list.Items[i])
-	}
-	return out
+	return enqueue.Each(list.Items)
 }
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
