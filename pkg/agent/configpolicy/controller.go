@@ -82,7 +82,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("creating the discovery client: %w", err)
 	}
 	clients := evaluator.Clients{ManagedClient: r.ManagedClient, ManagedReader: r.ManagedReader, Recorder: r.Recorder}
-	if r.base, bld, err = evaluator.Setup(mgr, kind, clients, evaluationTriggers()); err != nil {
+	if r.base, bld, err = evaluator.Setup(mgr, kind, clients, evaluator.Triggers(func(p *policyv1.ConfigurationPolicy) string { return string(p.Status.ComplianceState) })); err != nil {
 		return err
 	}
 	r.ManagedReader, r.dynamic, r.watcher, r.now = r.base.ManagedReader, r.base.Dynamic, r.base.Watches.Watcher(), time.Now

@@ -66,7 +66,7 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	base, bld, err := evaluator.Setup(mgr, kind,
 		evaluator.Clients{ManagedClient: r.ManagedClient, ManagedReader: r.ManagedReader, Recorder: r.Recorder},
-		evaluationTriggers())
+		evaluator.Triggers(func(p *policyv1beta1.OperatorPolicy) string { return string(p.Status.ComplianceState) }))
 	if err != nil {
 		return err
 	}
