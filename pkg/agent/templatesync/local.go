@@ -10,8 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -152,9 +154,7 @@ func (r *Reconciler) dependencyEvents(kind string, withOwner bool) handler.Event
 			return
 		}
 		if dependants {
-			for _, req := range r.dependants(ctx, obj, kind) {
-				q.Add(req)
-			}
+			addFirst(q, r.dependants(ctx, obj, kind)...)
 		}
 		if name := obj.GetLabels()[policyv1.PolicyLabel]; owner && withOwner && name != "" {
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}})
@@ -166,6 +166,26 @@ func (r *Reconciler) dependencyEvents(kind string, withOwner bool) handler.Event
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			enqueue(ctx, q, e.ObjectNew, complianceOf(e.ObjectOld) != complianceOf(e.ObjectNew), notStatusOnly(e.ObjectOld, e.ObjectNew))
 		},
+	}
+}
+
+// UnblockPriority is the queue priority of a Policy enqueued because one of
+// its dependencies appeared, went or changed compliance. Such work can end
+// a Pending state (or start one that is due), so it goes before new work:
+// a dependency turning Compliant must not wait behind a burst of
+// thousands of newly copied Policies, which the queue takes at priority 0
+// (and at a lower one when they come from the initial list).
+const UnblockPriority = 10
+
+// addFirst adds reqs to q at UnblockPriority when q is a priority queue
+// (controller-runtime's default), else in order.
+func addFirst(q queue, reqs ...reconcile.Request) {
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(UnblockPriority)}, reqs...)
+		return
+	}
+	for _, req := range reqs {
+		q.Add(req)
 	}
 }
 
