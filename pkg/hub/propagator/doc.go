@@ -20,7 +20,8 @@
 //     in the condition's message;
 //   - the Secret policy-encryption-key of a cluster namespace, when hub
 //     templates encrypt for a cluster that has none;
-//   - the root's status.rollout, when a rollout strategy applies (below).
+//   - the root's status.rollout, when a rollout strategy applies (below),
+//     and the condition RolledOut of a PolicySet whose strategy applies.
 //
 // # Rollout
 //
@@ -29,27 +30,54 @@
 // every selected cluster gets the current spec at once and status.rollout
 // is absent. Otherwise the rollout handler of OCM's sdk-go decides, per
 // Placement and from its PlacementDecisions' decision-group labels, which
-// clusters get the current spec now (PlanRollout): a cluster whose replica
-// has the current spec has succeeded when the replica is Compliant, and is
-// progressing otherwise, until progressDeadline has passed since its update
-// (then it has failed and counts against maxFailures). The other clusters'
-// replicas keep their previous spec, or are not created yet. Whether a
-// replica has the current spec is observed (ReplicaUpToDate), so a change
-// to the root mid-rollout starts again from the first decision group, and
-// the only state kept is in status.rollout: when each cluster was updated
-// and last changed state, so that a hub restart resumes the rollout. A
-// mandatory decision group that names no group of the Placement, or
-// decisions without a readable group index, hold every cluster of that
-// Placement (status.rollout says why) rather than update them all at once;
-// a strategy the handler cannot read turns Propagated False with
-// ReasonInvalidRolloutStrategy. Changes of a replica's status.compliant
+// clusters get the current spec now (PlanRollout). A cluster whose replica
+// has the current spec has succeeded when the replica is Compliant on a
+// report made for the current spec, and is progressing otherwise, until
+// progressDeadline has passed since its update (then it has failed and
+// counts against maxFailures). The other clusters' replicas keep their
+// previous spec, or are not created yet. Whether a replica has the current
+// spec is observed (ReplicaUpToDate), so a change to the root mid-rollout
+// starts again from the first decision group, and the only state kept is in
+// status.rollout: when each cluster was updated and last changed state, so
+// that a hub restart resumes the rollout. A mandatory decision group that
+// names no group of the Placement, or decisions without a readable group
+// index, hold every cluster of that Placement (status.rollout says why)
+// rather than update them all at once; a strategy the handler cannot read
+// turns Propagated False with ReasonInvalidRolloutStrategy. Changes of a
+// replica's status (its compliance, or a new report while Compliant)
 // reconcile its root only while the root has status.rollout, and the
 // deadlines are rechecked with RequeueAfter.
 //
-// Note: the agent reports no observed generation, so a replica written
-// with a new spec reports the previous spec's compliance until its agent
-// evaluates the new one. The cluster counts as progressing in the reconcile
-// that writes it; minSuccessTime is the guard against a stale Compliant.
+// Which report counts. The agent reports no observed generation: a replica
+// written with a new spec shows the previous spec's compliance until its
+// agent evaluates the new one. So once the propagator has updated a
+// cluster (status.rollout's updateTime), the cluster succeeds only when the
+// replica is Compliant and the newest entry of its compliance history
+// (status.details, read from the API server, as the cache holds no
+// history) was made at or after that second; it then stays Succeeded while
+// Compliant. A cluster that status.rollout does not show as updated by the
+// rollout (the strategy is new, or the root went back to the spec the
+// cluster has) counts as it is. Note: the agent records a compliance event
+// only when a template's compliance or message changes, so a change that
+// leaves both as they were on a cluster holds that cluster Progressing
+// (and, with a progressDeadline, fails it) until the agent reports again;
+// the comparison also assumes the clocks of hub and managed clusters agree
+// to within a second.
+//
+// PolicySets. When the strategy comes from a PolicySet (the policy has none
+// of its own), the set rolls out as a unit through each Placement: a
+// cluster counts as succeeded for every member only when every member that
+// rolls out with the set (it exists, is enabled and has no strategy of its
+// own) has succeeded there, each read from its own status.rollout, and as
+// failed when one of them has been progressing past its progressDeadline.
+// So the production groups get none of the set's policies before the
+// canary has all of them Compliant, and one member failing on the canary
+// stops the rollout of every member, whose status.rollout names the policy
+// and cluster that failed. A change of one member's status.rollout
+// reconciles the others. Each member's reconcile also sets the condition
+// RolledOut on the set (SetRolloutCondition): True when every member's
+// rollout succeeded, False with ReasonRolloutProgressing while one goes on,
+// or with the reason and message of a member's rollout that stopped.
 //
 // Status.status and status.compliant of the root, and PolicySet status, are
 // pkg/hub/rootstatus's, which reads status.placement.

@@ -3,9 +3,12 @@ package propagator
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
@@ -46,6 +49,19 @@ type RolloutPlacement struct {
 	// Decisions are the Placement's PlacementDecisions, with their
 	// decision-group labels. Nothing may change them.
 	Decisions []*clusterv1beta1.PlacementDecision
+	// PolicySet names the PolicySet whose strategy applies through the
+	// Placement (the root has none of its own): the set's members roll out
+	// as a unit. Empty for the root's own strategy.
+	PolicySet string
+	// Members are, for a PolicySet, where its other members that roll out
+	// with it stand: member name → cluster → the cluster's entry in the
+	// member's status.rollout. A cluster a member has no entry for is
+	// Waiting for that member.
+	Members map[string]map[string]policyv1.RolloutClusterStatus
+
+	// memberRollouts are the status.rollout of the members in Members, for
+	// the PolicySet's condition.
+	memberRollouts map[string]*policyv1.RolloutStatus
 }
 
 // RolloutCluster is what the rollout reads of one selected cluster.
@@ -54,10 +70,16 @@ type RolloutCluster struct {
 	Updated bool
 	// Compliance is the replica's status.compliant.
 	Compliance policyv1.ComplianceState
+	// ReportedAt is when the replica's newest compliance report (the
+	// newest entry of its status.details history) was made, when it was
+	// read (NeedsReport); nil otherwise.
+	ReportedAt *metav1.Time
 }
 
 // RolloutInputs is what PlanRollout reads.
 type RolloutInputs struct {
+	// Policy is the root policy's name, for messages.
+	Policy string
 	// Placements are the Placements under a strategy, sorted by name.
 	Placements []RolloutPlacement
 	// Clusters are the selected clusters whose replica could be prepared,
@@ -106,10 +128,12 @@ type plannedGroup struct {
 // updated when one of them allows it.
 //
 // A cluster whose replica has the current spec counts as Succeeded when
-// it is Compliant and as Progressing otherwise (NonCompliant and Pending
-// included: an operator takes a while to install); the handler turns a
-// Progressing cluster into a failure once progressDeadline has passed
-// since the update.
+// it is Compliant on a report for the current spec (succeeded) and as
+// Progressing otherwise (NonCompliant and Pending included: an operator
+// takes a while to install); the handler turns a Progressing cluster into a
+// failure once progressDeadline has passed since the update. Through a
+// PolicySet, the cluster's status is that of the set's members together
+// (combine).
 func PlanRollout(in RolloutInputs) RolloutPlan {
 	plan := RolloutPlan{Gated: sets.New[string](), ToApply: sets.New[string](), timedOut: sets.New[string](), in: in}
 	for _, p := range in.Placements {
@@ -145,7 +169,7 @@ func (plan *RolloutPlan) planPlacement(p RolloutPlacement) {
 		plan.stopWith(ReasonInvalidDecisionGroups, err.Error())
 		return
 	}
-	_, res, err := handler.GetRolloutCluster(p.Strategy, plan.handlerStatuses(groups.GetClusters()))
+	_, res, err := handler.GetRolloutCluster(p.Strategy, plan.handlerStatuses(p, groups.GetClusters()))
 	if err != nil {
 		plan.Invalid = fmt.Errorf("rollout strategy through Placement %s: %w", p.Name, err)
 		plan.stopWith(ReasonInvalidRolloutStrategy, fmt.Sprintf("The rollout strategy cannot be read (%v): fix spec.rolloutStrategy.", err))
@@ -166,11 +190,7 @@ func (plan *RolloutPlan) take(p RolloutPlacement, res rolloutsdk.RolloutResult) 
 	}
 	if res.MaxFailureBreach {
 		failed := filter(sets.List(plan.timedOut), plan.placementHas(p.Name))
-		verb := map[bool]string{true: "was", false: "were"}[len(failed) == 1]
-		plan.stopWith(ReasonMaxFailuresReached, fmt.Sprintf("%s %s of Placement %s %s not Compliant within the progressDeadline (%s), "+
-			"more than maxFailures allows (mandatory decision groups allow none): the rollout stopped. "+
-			"A cluster that turns Compliant lets it go on; a change to the policy restarts it from the first decision group.",
-			capitalize(plural(len(failed), "cluster")), joinSorted(failed), p.Name, verb, progressDeadline(p.Strategy)))
+		plan.stopWith(ReasonMaxFailuresReached, plan.maxFailuresMessage(p, failed))
 	}
 	if d := res.RecheckAfter; d != nil && (plan.RecheckAfter == nil || *d < *plan.RecheckAfter) {
 		plan.RecheckAfter = d
@@ -178,43 +198,173 @@ func (plan *RolloutPlan) take(p RolloutPlacement, res rolloutsdk.RolloutResult) 
 }
 
 // handlerStatuses are the rollout statuses of the updated clusters among
-// clusters, as the handler reads them; the others are ToApply to it.
-func (plan *RolloutPlan) handlerStatuses(clusters sets.Set[string]) []rolloutsdk.ClusterRolloutStatus {
+// clusters, as the handler reads them; the others are ToApply to it. Through
+// a PolicySet, a cluster's status is the set's (combine).
+func (plan *RolloutPlan) handlerStatuses(p RolloutPlacement, clusters sets.Set[string]) []rolloutsdk.ClusterRolloutStatus {
 	var out []rolloutsdk.ClusterRolloutStatus
 	for _, name := range sets.List(clusters) {
-		c, ok := plan.in.Clusters[name]
-		if !ok || !c.Updated {
+		if c, ok := plan.in.Clusters[name]; !ok || !c.Updated {
 			continue
 		}
-		st := rolloutsdk.ClusterRolloutStatus{ClusterName: name, Status: rolloutsdk.Progressing}
-		prev := plan.previous(name)
-		st.LastTransitionTime = timeOr(prev.UpdateTime, plan.in.Now)
-		if c.Compliance == policyv1.Compliant {
-			st.Status = rolloutsdk.Succeeded
-			st.LastTransitionTime = timeOr(nil, plan.in.Now)
-			if prev.State == policyv1.RolloutClusterSucceeded {
-				st.LastTransitionTime = timeOr(prev.LastTransitionTime, plan.in.Now)
-			}
+		states := []policyv1.RolloutClusterStatus{plan.ownState(name)}
+		for _, member := range slices.Sorted(maps.Keys(p.Members)) {
+			states = append(states, memberState(p.Members[member], name))
 		}
-		out = append(out, st)
+		out = append(out, combine(name, states, plan.in.Now))
 	}
 	return out
+}
+
+// ownState is where an updated cluster stands for the root alone, before
+// the progressDeadline is applied: Succeeded or Progressing, since when.
+func (plan *RolloutPlan) ownState(name string) policyv1.RolloutClusterStatus {
+	prev := plan.previous(name)
+	st := policyv1.RolloutClusterStatus{Name: name, State: policyv1.RolloutClusterProgressing, UpdateTime: timeOr(prev.UpdateTime, plan.in.Now)}
+	st.LastTransitionTime = st.UpdateTime
+	if plan.succeeded(name) {
+		st.State, st.LastTransitionTime = policyv1.RolloutClusterSucceeded, timeOr(nil, plan.in.Now)
+		if prev.State == policyv1.RolloutClusterSucceeded {
+			st.LastTransitionTime = timeOr(prev.LastTransitionTime, plan.in.Now)
+		}
+	}
+	return st
+}
+
+// succeeded reports whether an updated cluster has succeeded for the root:
+// its replica is Compliant, and the compliance was reported for the
+// current spec. A replica written with a new spec keeps reporting the
+// previous spec's compliance until its agent evaluates the new one, so
+// after the propagator updated it, only a report made at or after the
+// update time counts (ReportedAt); once Succeeded, the cluster stays so
+// while it is Compliant. A cluster the previous status does not show as
+// updated was not updated by this rollout (the strategy is new, or the
+// root went back to the spec the cluster has): its compliance counts.
+func (plan *RolloutPlan) succeeded(name string) bool {
+	c := plan.in.Clusters[name]
+	if !c.Updated || c.Compliance != policyv1.Compliant {
+		return false
+	}
+	return reportCounts(plan.previous(name), c.ReportedAt)
+}
+
+// reportCounts reports whether a Compliant replica whose previous rollout
+// entry is prev, and whose newest report was made at reported, has
+// succeeded.
+func reportCounts(prev policyv1.RolloutClusterStatus, reported *metav1.Time) bool {
+	switch {
+	case prev.State == "", prev.State == policyv1.RolloutClusterSucceeded, prev.UpdateTime == nil:
+		return true
+	default:
+		return reported != nil && !reported.Before(prev.UpdateTime)
+	}
+}
+
+// NeedsReport reports whether PlanRollout reads ReportedAt of a cluster:
+// its replica is updated and Compliant, and previous, the cluster's entry
+// in the root's status.rollout (PreviousEntries), shows it updated and not
+// Succeeded yet.
+func NeedsReport(previous policyv1.RolloutClusterStatus, c RolloutCluster) bool {
+	return c.Updated && c.Compliance == policyv1.Compliant && !reportCounts(previous, nil)
+}
+
+// memberState is where another member of a PolicySet stands on cluster,
+// from its status.rollout: Waiting when that does not show it.
+func memberState(entries map[string]policyv1.RolloutClusterStatus, cluster string) policyv1.RolloutClusterStatus {
+	if st, ok := entries[cluster]; ok {
+		return st
+	}
+	return policyv1.RolloutClusterStatus{Name: cluster, State: policyv1.RolloutWaiting}
+}
+
+// combine is the handler's status of a cluster from where each policy of
+// the rollout unit (the root, and the other members of its PolicySet)
+// stands on it: Succeeded when every one has succeeded, since the latest
+// of their transitions (minSuccessTime counts from it); else Progressing
+// since the earliest update of one that has not, so that the first
+// progressDeadline to run out fails the cluster. A policy still waiting
+// for the cluster starts no deadline.
+func combine(name string, states []policyv1.RolloutClusterStatus, now time.Time) rolloutsdk.ClusterRolloutStatus {
+	st := rolloutsdk.ClusterRolloutStatus{ClusterName: name, Status: rolloutsdk.Succeeded}
+	var succeededSince, progressingSince *metav1.Time
+	for _, s := range states {
+		switch {
+		case s.State == policyv1.RolloutClusterSucceeded:
+			if succeededSince == nil || (s.LastTransitionTime != nil && succeededSince.Before(s.LastTransitionTime)) {
+				succeededSince = s.LastTransitionTime
+			}
+		case s.State == policyv1.RolloutWaiting || s.UpdateTime == nil:
+			st.Status = rolloutsdk.Progressing
+		default:
+			st.Status = rolloutsdk.Progressing
+			if progressingSince == nil || s.UpdateTime.Before(progressingSince) {
+				progressingSince = s.UpdateTime
+			}
+		}
+	}
+	st.LastTransitionTime = timeOr(progressingSince, now)
+	if st.Status == rolloutsdk.Succeeded {
+		st.LastTransitionTime = timeOr(succeededSince, now)
+	}
+	return st
 }
 
 // previous is the cluster's entry in the previous status.rollout, or an
 // empty one.
 func (plan *RolloutPlan) previous(cluster string) policyv1.RolloutClusterStatus {
-	if plan.prev == nil && plan.in.Previous != nil {
-		plan.prev = map[string]policyv1.RolloutClusterStatus{}
-		for _, g := range plan.in.Previous.Groups {
-			for _, c := range g.Clusters {
-				if c.State != policyv1.RolloutWaiting {
-					plan.prev[c.Name] = c
-				}
+	if plan.prev == nil {
+		plan.prev = PreviousEntries(plan.in.Previous)
+	}
+	return plan.prev[cluster]
+}
+
+// PreviousEntries indexes the clusters that a status.rollout shows updated
+// (not Waiting) by name.
+func PreviousEntries(st *policyv1.RolloutStatus) map[string]policyv1.RolloutClusterStatus {
+	out := map[string]policyv1.RolloutClusterStatus{}
+	if st == nil {
+		return out
+	}
+	for _, g := range st.Groups {
+		for _, c := range g.Clusters {
+			if c.State != policyv1.RolloutWaiting {
+				out[c.Name] = c
 			}
 		}
 	}
-	return plan.prev[cluster]
+	return out
+}
+
+// maxFailuresMessage says why the rollout through p stopped at the failed
+// clusters and, through a PolicySet, which of its policies failed where.
+func (plan *RolloutPlan) maxFailuresMessage(p RolloutPlacement, failed []string) string {
+	verb := map[bool]string{true: "was", false: "were"}[len(failed) == 1]
+	what, stopped, next := "", "the rollout stopped", "A cluster that turns Compliant lets it go on; a change to the policy restarts it"
+	if p.PolicySet != "" {
+		what = fmt.Sprintf(" for every policy of PolicySet %s (not Compliant: %s)", p.PolicySet, strings.Join(plan.notSucceeded(p, failed), ", "))
+		stopped = fmt.Sprintf("the rollout of PolicySet %s stopped for each of its policies", p.PolicySet)
+		next = "A cluster on which every policy of the set turns Compliant lets it go on; a change to one of them restarts it"
+	}
+	return fmt.Sprintf("%s %s of Placement %s %s not Compliant%s within the progressDeadline (%s), "+
+		"more than maxFailures allows (mandatory decision groups allow none): %s. %s from the first decision group.",
+		capitalize(plural(len(failed), "cluster")), joinSorted(failed), p.Name, verb, what, progressDeadline(p.Strategy), stopped, next)
+}
+
+// notSucceeded names, as "policy on cluster", the policies of the rollout
+// unit through p that have not succeeded on the clusters.
+func (plan *RolloutPlan) notSucceeded(p RolloutPlacement, clusters []string) []string {
+	var out []string
+	for _, c := range clusters {
+		if !plan.succeeded(c) {
+			out = append(out, plan.in.Policy+" on "+c)
+		}
+		for _, member := range slices.Sorted(maps.Keys(p.Members)) {
+			if memberState(p.Members[member], c).State != policyv1.RolloutClusterSucceeded {
+				out = append(out, member+" on "+c)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // placementHas returns whether a cluster is in a decision group of placement.

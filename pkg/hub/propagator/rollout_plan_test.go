@@ -45,14 +45,22 @@ func previousWith(state policyv1.RolloutClusterState, updated time.Time) *policy
 func TestPlanRollout(t *testing.T) {
 	planNow := time.Now()
 	groups := []decisionGroup{{"canary", []string{"cluster-a"}}, {"production", []string{"cluster-b", "cluster-c"}}}
+	reported := metav1.NewTime(planNow)
 	updatedA := func(c policyv1.ComplianceState) map[string]propagator.RolloutCluster {
-		return map[string]propagator.RolloutCluster{"cluster-a": {Updated: true, Compliance: c}, "cluster-b": {}, "cluster-c": {}}
+		return map[string]propagator.RolloutCluster{"cluster-a": {Updated: true, Compliance: c, ReportedAt: &reported}, "cluster-b": {}, "cluster-c": {}}
+	}
+	staleA := map[string]propagator.RolloutCluster{"cluster-a": {Updated: true, Compliance: policyv1.Compliant,
+		ReportedAt: &metav1.Time{Time: planNow.Add(-2 * time.Minute)}}, "cluster-b": {}, "cluster-c": {}}
+	memberB := func(state policyv1.RolloutClusterState) map[string]map[string]policyv1.RolloutClusterStatus {
+		at := metav1.NewTime(planNow.Add(-10 * time.Minute))
+		return map[string]map[string]policyv1.RolloutClusterStatus{"op-b": {"cluster-a": {Name: "cluster-a", State: state, UpdateTime: &at, LastTransitionTime: &at}}}
 	}
 	typo := perGroup("")
 	typo.ProgressivePerGroup.MandatoryDecisionGroups.MandatoryDecisionGroups[0].GroupName = "nope"
 	for _, tc := range []struct {
 		name      string
 		strategy  *clusterv1alpha1.RolloutStrategy
+		members   map[string]map[string]policyv1.RolloutClusterStatus
 		index     string
 		clusters  map[string]propagator.RolloutCluster
 		previous  *policyv1.RolloutStatus
@@ -71,6 +79,26 @@ func TestPlanRollout(t *testing.T) {
 		previous: previousWith(policyv1.RolloutClusterProgressing, planNow.Add(-time.Minute)),
 		toApply:  []string{"cluster-b", "cluster-c"}, phase: policyv1.RolloutProgressing,
 		states: map[string]policyv1.RolloutClusterState{"cluster-a": policyv1.RolloutClusterSucceeded, "cluster-b": policyv1.RolloutWaiting},
+	}, {
+		name: "a canary Compliant only in a report from before its update holds production", strategy: perGroup(""), clusters: staleA,
+		previous: previousWith(policyv1.RolloutClusterProgressing, planNow.Add(-time.Minute)), phase: policyv1.RolloutProgressing,
+		states: map[string]policyv1.RolloutClusterState{"cluster-a": policyv1.RolloutClusterProgressing},
+	}, {
+		name: "through a PolicySet, a member not Compliant on the canary holds production", strategy: perGroup(""),
+		members: memberB(policyv1.RolloutClusterProgressing), clusters: updatedA(policyv1.Compliant),
+		previous: previousWith(policyv1.RolloutClusterProgressing, planNow.Add(-time.Minute)), phase: policyv1.RolloutProgressing,
+		states: map[string]policyv1.RolloutClusterState{"cluster-a": policyv1.RolloutClusterSucceeded},
+	}, {
+		name: "through a PolicySet, every member Compliant on the canary lets production have them", strategy: perGroup(""),
+		members: memberB(policyv1.RolloutClusterSucceeded), clusters: updatedA(policyv1.Compliant),
+		previous: previousWith(policyv1.RolloutClusterProgressing, planNow.Add(-time.Minute)), phase: policyv1.RolloutProgressing,
+		toApply: []string{"cluster-b", "cluster-c"},
+	}, {
+		name: "through a PolicySet, a member failed on the canary stops the rollout", strategy: perGroup("5m"),
+		members: memberB(policyv1.RolloutClusterFailed), clusters: updatedA(policyv1.Compliant),
+		previous: previousWith(policyv1.RolloutClusterProgressing, planNow.Add(-time.Minute)),
+		phase:    policyv1.RolloutStopped, reason: propagator.ReasonMaxFailuresReached,
+		states: map[string]policyv1.RolloutClusterState{"cluster-a": policyv1.RolloutClusterSucceeded},
 	}, {
 		name: "a NonCompliant canary within the deadline holds production", strategy: perGroup("5m"), clusters: updatedA(policyv1.NonCompliant),
 		previous: previousWith(policyv1.RolloutClusterProgressing, planNow.Add(-time.Minute)),
@@ -95,8 +123,9 @@ func TestPlanRollout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			plan := propagator.PlanRollout(propagator.RolloutInputs{
-				Placements: []propagator.RolloutPlacement{{Name: "p", Namespace: "ns", Strategy: *tc.strategy, Decisions: decisionsOf(tc.index, groups...)}},
-				Clusters:   tc.clusters, Previous: tc.previous, Now: planNow,
+				Placements: []propagator.RolloutPlacement{{Name: "p", Namespace: "ns", Strategy: *tc.strategy, Decisions: decisionsOf(tc.index, groups...),
+					PolicySet: map[bool]string{true: "set"}[tc.members != nil], Members: tc.members}},
+				Clusters: tc.clusters, Previous: tc.previous, Now: planNow,
 			})
 			g.Expect(sets.List(plan.ToApply)).To(ConsistOf(tc.toApply))
 			g.Expect(plan.Invalid != nil).To(Equal(tc.invalid), "%v", plan.Invalid)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -116,16 +117,76 @@ func TestRolloutPerGroupWaitsForCanary(t *testing.T) {
 	expectCondition(t, ns, "p", propagator.ReasonPropagated, "Replicated with the current spec to 1 of 3 selected managed clusters; the others wait")
 	g.Consistently(func() ([]string, error) { return replicaClusters(t.Context(), ns, "p") }, "1s").Should(Equal([]string{"cluster-a"}))
 
-	setReplicaCompliance(t, "cluster-a", ns, "p", policyv1.Compliant)
+	report(t, "cluster-a", ns, "p", policyv1.Compliant)
 	expectReplicasOn(t, ns, "p", clusters...)
-	setReplicaCompliance(t, "cluster-b", ns, "p", policyv1.Compliant)
-	setReplicaCompliance(t, "cluster-c", ns, "p", policyv1.Compliant)
+	report(t, "cluster-b", ns, "p", policyv1.Compliant)
+	report(t, "cluster-c", ns, "p", policyv1.Compliant)
 	g.Eventually(func(g Gomega) {
 		r := rolloutOf(g, t, ns, "p")
 		g.Expect(r.Phase).To(Equal(policyv1.RolloutSucceeded), r.Message)
 		g.Expect(r.Groups[1]).To(groupCounts("production", 2, 0, 2, 0))
 	}).Should(Succeed())
 	expectCondition(t, ns, "p", propagator.ReasonPropagated, "Replicated to 3 managed clusters.")
+}
+
+// report records, as a cluster's agent does, a compliance report on the
+// replica: status.compliant, and a new newest entry in the history of its
+// first template, made now.
+func report(t *testing.T, cluster, ns, name string, state policyv1.ComplianceState) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		p := getReplica(g, t.Context(), cluster, ns, name)
+		p.Status.ComplianceState = state
+		if len(p.Status.Details) == 0 {
+			p.Status.Details = []policyv1.DetailsPerTemplate{{TemplateMeta: metav1.ObjectMeta{Name: name + "-template"}}}
+		}
+		d := &p.Status.Details[0]
+		d.ComplianceState = state
+		entry := policyv1.ComplianceHistory{LastTimestamp: metav1.Now(), EventName: fmt.Sprintf("%s.%d", name, time.Now().UnixNano()),
+			Message: fmt.Sprintf("%s; notification - reported at %s", state, time.Now().Format(time.RFC3339Nano))}
+		d.History = append([]policyv1.ComplianceHistory{entry}, d.History...)
+		g.Expect(env.Hub.Client.Status().Update(t.Context(), p)).To(Succeed())
+	}).Should(Succeed())
+}
+
+// TestRolloutCountsReportsOnTheCurrentSpec: after a change, a canary whose
+// replica is still Compliant (it reported on the previous spec) holds the
+// next group until its agent reports again.
+func TestRolloutCountsReportsOnTheCurrentSpec(t *testing.T) {
+	ns := newNamespace(t)
+	canaryFirst(t, ns, "groups")
+	p := newPolicy(ns, "p")
+	p.Spec.RolloutStrategy = perGroup("")
+	create(t, p, newBinding(ns, "b", "groups", policySubject("p")))
+	expectReplicasOn(t, ns, "p", "cluster-a")
+	report(t, "cluster-a", ns, "p", policyv1.Compliant)
+	expectReplicasOn(t, ns, "p", clusters...)
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		g.Expect(states(rolloutOf(g, t, ns, "p"))).To(HaveKeyWithValue("cluster-a", policyv1.RolloutClusterSucceeded))
+	}).Should(Succeed())
+	time.Sleep(1100 * time.Millisecond) // Note: reports count from the second of the update on
+
+	update(t, p, func(p *policyv1.Policy) {
+		p.Spec.PolicyTemplates[0].ObjectDefinition.Raw = fmt.Appendf(nil, configurationPolicy, "p-template-v2")
+	})
+	g.Eventually(func(g Gomega) string { return templateName(g, t, "cluster-a", ns, "p") }).Should(Equal("p-template-v2"))
+	waiting := func(g Gomega) {
+		g.Expect(getReplica(g, t.Context(), "cluster-a", ns, "p").Status.ComplianceState).To(Equal(policyv1.Compliant))
+		g.Expect(templateName(g, t, "cluster-b", ns, "p")).To(Equal("p-template"))
+		r := rolloutOf(g, t, ns, "p")
+		g.Expect(states(r)).To(HaveKeyWithValue("cluster-a", policyv1.RolloutClusterProgressing))
+		g.Expect(r.Message).To(HaveSuffix("Compliant only on reports made before their update " +
+			"(their agents have not reported on the current spec yet): cluster-a."))
+	}
+	g.Eventually(waiting).Should(Succeed())
+	g.Consistently(waiting, "2s").Should(Succeed())
+
+	report(t, "cluster-a", ns, "p", policyv1.Compliant)
+	g.Eventually(func(g Gomega) {
+		g.Expect(templateName(g, t, "cluster-b", ns, "p")).To(Equal("p-template-v2"))
+		g.Expect(templateName(g, t, "cluster-c", ns, "p")).To(Equal("p-template-v2"))
+	}).Should(Succeed())
 }
 
 // groupCounts matches a RolloutGroupStatus by name and counts of updated,
@@ -138,7 +199,7 @@ func groupCounts(name string, updated, progressing, succeeded, waiting int32) Om
 
 // TestRolloutChangeRestartsFromFirstGroup: a change to the root reaches the
 // canary first while production keeps the previous spec, and production
-// once the canary is Compliant again.
+// once the canary reports Compliant again.
 func TestRolloutChangeRestartsFromFirstGroup(t *testing.T) {
 	ns := newNamespace(t)
 	canaryFirst(t, ns, "groups")
@@ -146,11 +207,9 @@ func TestRolloutChangeRestartsFromFirstGroup(t *testing.T) {
 	p.Spec.RolloutStrategy = perGroup("")
 	create(t, p, newBinding(ns, "b", "groups", policySubject("p")))
 	expectReplicasOn(t, ns, "p", "cluster-a")
-	setReplicaCompliance(t, "cluster-a", ns, "p", policyv1.Compliant)
+	report(t, "cluster-a", ns, "p", policyv1.Compliant)
 	expectReplicasOn(t, ns, "p", clusters...)
-	// Note: the canary's replica reports the previous spec's compliance
-	// until its agent evaluates the new one; NonCompliant holds the rollout.
-	setReplicaCompliance(t, "cluster-a", ns, "p", policyv1.NonCompliant)
+	report(t, "cluster-a", ns, "p", policyv1.NonCompliant)
 
 	update(t, p, func(p *policyv1.Policy) {
 		p.Spec.PolicyTemplates[0].ObjectDefinition.Raw = fmt.Appendf(nil, configurationPolicy, "p-template-v2")
@@ -168,7 +227,7 @@ func TestRolloutChangeRestartsFromFirstGroup(t *testing.T) {
 		g.Expect(templateName(g, t, "cluster-c", ns, "p")).To(Equal("p-template"))
 	}, "1s").Should(Succeed())
 
-	setReplicaCompliance(t, "cluster-a", ns, "p", policyv1.Compliant)
+	report(t, "cluster-a", ns, "p", policyv1.Compliant)
 	g.Eventually(func(g Gomega) {
 		g.Expect(templateName(g, t, "cluster-b", ns, "p")).To(Equal("p-template-v2"))
 		g.Expect(templateName(g, t, "cluster-c", ns, "p")).To(Equal("p-template-v2"))
@@ -185,7 +244,7 @@ func TestRolloutStopsAtProgressDeadline(t *testing.T) {
 	p.Spec.RolloutStrategy = perGroup("2s")
 	create(t, p, newBinding(ns, "b", "groups", policySubject("p")))
 	expectReplicasOn(t, ns, "p", "cluster-a")
-	setReplicaCompliance(t, "cluster-a", ns, "p", policyv1.NonCompliant)
+	report(t, "cluster-a", ns, "p", policyv1.NonCompliant)
 
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) {
@@ -198,7 +257,7 @@ func TestRolloutStopsAtProgressDeadline(t *testing.T) {
 	}).Should(Succeed())
 	g.Consistently(func() ([]string, error) { return replicaClusters(t.Context(), ns, "p") }, "1s").Should(Equal([]string{"cluster-a"}))
 
-	setReplicaCompliance(t, "cluster-a", ns, "p", policyv1.Compliant)
+	report(t, "cluster-a", ns, "p", policyv1.Compliant)
 	expectReplicasOn(t, ns, "p", clusters...)
 }
 
@@ -248,7 +307,7 @@ func TestRolloutFromPolicySet(t *testing.T) {
 	expectReplicasOn(t, ns, "member", "cluster-a")
 	g := NewWithT(t)
 	g.Expect(getPolicy(g, t.Context(), ns, "own").Status.Rollout).To(BeNil())
-	setReplicaCompliance(t, "cluster-a", ns, "member", policyv1.Compliant)
+	report(t, "cluster-a", ns, "member", policyv1.Compliant)
 	expectReplicasOn(t, ns, "member", clusters...)
 }
 
@@ -263,9 +322,9 @@ func TestRolloutProgressive(t *testing.T) {
 	create(t, p, newBinding(ns, "b", "groups", policySubject("p")))
 
 	expectReplicasOn(t, ns, "p", "cluster-a")
-	setReplicaCompliance(t, "cluster-a", ns, "p", policyv1.Compliant)
+	report(t, "cluster-a", ns, "p", policyv1.Compliant)
 	expectReplicasOn(t, ns, "p", "cluster-a", "cluster-b")
-	setReplicaCompliance(t, "cluster-b", ns, "p", policyv1.Compliant)
+	report(t, "cluster-b", ns, "p", policyv1.Compliant)
 	expectReplicasOn(t, ns, "p", clusters...)
 }
 
@@ -278,7 +337,7 @@ func buildSteadyRollout(t *testing.T, ns string) {
 	p.Spec.RolloutStrategy = perGroup("1h")
 	create(t, p, newBinding(ns, "rolling", "rollout-groups", policySubject("rolling")))
 	expectReplicasOn(t, ns, "rolling", "cluster-a")
-	setReplicaCompliance(t, "cluster-a", ns, "rolling", policyv1.NonCompliant)
+	report(t, "cluster-a", ns, "rolling", policyv1.NonCompliant)
 	NewWithT(t).Eventually(func(g Gomega) {
 		r := rolloutOf(g, t, ns, "rolling")
 		g.Expect(states(r)).To(HaveKeyWithValue("cluster-a", policyv1.RolloutClusterProgressing))
@@ -295,7 +354,7 @@ func TestRolloutResumesAfterRestart(t *testing.T) {
 	g := NewWithT(t)
 	before := rolloutOf(g, t, ns, "rolling").Groups[0].Clusters[0]
 	g.Expect(before.UpdateTime).NotTo(BeNil())
-	restart(t, func() { setReplicaCompliance(t, "cluster-a", ns, "rolling", policyv1.Compliant) })
+	restart(t, func() { report(t, "cluster-a", ns, "rolling", policyv1.Compliant) })
 	expectReplicasOn(t, ns, "rolling", clusters...)
 	g.Eventually(func(g Gomega) {
 		a := rolloutOf(g, t, ns, "rolling").Groups[0].Clusters[0]

@@ -36,7 +36,7 @@ func (plan *RolloutPlan) Status(written sets.Set[string]) *policyv1.RolloutStatu
 		st.Phase, st.Reason, st.Message = policyv1.RolloutStopped, plan.stop, plan.stopMessage
 	case totals.Waiting > 0 || totals.Progressing > 0:
 		st.Phase = policyv1.RolloutProgressing
-		st.Message = progressMessage(st.Groups, totals)
+		st.Message = progressMessage(st.Groups, totals) + plan.staleMessage(st.Groups)
 	default:
 		st.Message = fmt.Sprintf("Every one of the %d clusters has the current spec (%d succeeded, %d failed).",
 			totals.Updated, totals.Succeeded, totals.Failed)
@@ -55,16 +55,38 @@ func (plan *RolloutPlan) clusterStatus(name string, written bool) policyv1.Rollo
 	switch {
 	case written: // Note: a replica written now has the status of its previous spec
 		out.UpdateTime = timeOr(nil, plan.in.Now)
+	case plan.succeeded(name):
+		out.State = policyv1.RolloutClusterSucceeded
 	case plan.timedOut.Has(name):
 		out.State = policyv1.RolloutClusterFailed
-	case c.Compliance == policyv1.Compliant:
-		out.State = policyv1.RolloutClusterSucceeded
 	}
 	out.LastTransitionTime = timeOr(nil, plan.in.Now)
 	if prev.State == out.State && !written {
 		out.LastTransitionTime = timeOr(prev.LastTransitionTime, plan.in.Now)
 	}
 	return out
+}
+
+// staleMessage names the Progressing clusters whose replica is Compliant
+// only on reports made before its update, so that a user reading a
+// Compliant replica knows why the rollout waits for it.
+func (plan *RolloutPlan) staleMessage(groups []policyv1.RolloutGroupStatus) string {
+	var stale []string
+	for _, g := range groups {
+		for _, c := range g.Clusters {
+			if in := plan.in.Clusters[c.Name]; c.State == policyv1.RolloutClusterProgressing && in.Updated && in.Compliance == policyv1.Compliant {
+				stale = append(stale, c.Name)
+			}
+		}
+	}
+	if len(stale) == 0 {
+		return ""
+	}
+	names := strings.Join(stale[:min(len(stale), 5)], ", ")
+	if len(stale) > 5 {
+		names += fmt.Sprintf(" and %d more", len(stale)-5)
+	}
+	return fmt.Sprintf(" Compliant only on reports made before their update (their agents have not reported on the current spec yet): %s.", names)
 }
 
 // count adds a cluster in state to the counts of g.

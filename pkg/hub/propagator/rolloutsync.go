@@ -7,11 +7,17 @@ import (
 	"maps"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	rolloutsdk "open-cluster-management.io/sdk-go/pkg/apis/cluster/v1alpha1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -31,6 +37,22 @@ import (
 // asks for All is left out: its clusters get the current spec at once.
 func RolloutStrategies(root *policyv1.Policy, in PlacementInputs) map[string]clusterv1alpha1.RolloutStrategy {
 	out := map[string]clusterv1alpha1.RolloutStrategy{}
+	for name, src := range rolloutSources(root, in) {
+		out[name] = src.strategy
+	}
+	return out
+}
+
+// rolloutSource is the strategy under which a root reaches the clusters of
+// a Placement, and the PolicySet it comes from ("" for the root's own).
+type rolloutSource struct {
+	strategy clusterv1alpha1.RolloutStrategy
+	set      string
+}
+
+// rolloutSources is RolloutStrategies with the PolicySet of each strategy.
+func rolloutSources(root *policyv1.Policy, in PlacementInputs) map[string]rolloutSource {
+	out := map[string]rolloutSource{}
 	if in.Disabled {
 		return out
 	}
@@ -49,7 +71,7 @@ func RolloutStrategies(root *policyv1.Policy, in PlacementInputs) map[string]clu
 			if s == nil || s.Type == "" || s.Type == clusterv1alpha1.All {
 				all.Insert(ref.Name)
 			} else if _, seen := out[ref.Name]; !seen {
-				out[ref.Name] = *s.DeepCopy()
+				out[ref.Name] = rolloutSource{strategy: *s.DeepCopy(), set: map[bool]string{true: set}[root.Spec.RolloutStrategy == nil]}
 			}
 		}
 	}
@@ -72,23 +94,61 @@ func strategyThrough(root *policyv1.Policy, set string, policySets map[string]*p
 }
 
 // rolloutPlacements reads the Placements under a rollout strategy, with
-// their PlacementDecisions, from the cache.
+// their PlacementDecisions and, through a PolicySet, where its other
+// members stand, from the cache.
 func (r *Reconciler) rolloutPlacements(ctx context.Context, root *policyv1.Policy, in PlacementInputs) ([]RolloutPlacement, error) {
-	strategies := RolloutStrategies(root, in)
-	out := make([]RolloutPlacement, 0, len(strategies))
-	for _, name := range slices.Sorted(maps.Keys(strategies)) {
+	sources := rolloutSources(root, in)
+	out := make([]RolloutPlacement, 0, len(sources))
+	for _, name := range slices.Sorted(maps.Keys(sources)) {
 		list := &clusterv1beta1.PlacementDecisionList{}
 		if err := r.Client.List(ctx, list, client.InNamespace(root.Namespace),
 			client.MatchingLabels{clusterv1beta1.PlacementLabel: name}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("listing the decisions of placement %s: %w", name, err)
 		}
-		p := RolloutPlacement{Name: name, Namespace: root.Namespace, Strategy: strategies[name]}
+		p := RolloutPlacement{Name: name, Namespace: root.Namespace, Strategy: sources[name].strategy, PolicySet: sources[name].set}
 		for i := range list.Items {
 			p.Decisions = append(p.Decisions, &list.Items[i])
+		}
+		if p.PolicySet != "" {
+			if err := r.setMembers(ctx, root, in.PolicySets[p.PolicySet], &p); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// setMembers reads where the other members of set that roll out with root
+// (they exist, are enabled and have no strategy of their own) stand on the
+// clusters of p, from their status.rollout.
+func (r *Reconciler) setMembers(ctx context.Context, root *policyv1.Policy, set *policyv1beta1.PolicySet, p *RolloutPlacement) error {
+	p.Members, p.memberRollouts = map[string]map[string]policyv1.RolloutClusterStatus{}, map[string]*policyv1.RolloutStatus{}
+	for _, name := range set.Spec.Policies {
+		if string(name) == root.Name {
+			continue
+		}
+		member := &policyv1.Policy{} // Note: from the API server, as previousRollout reads the root's
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: root.Namespace, Name: string(name)}, member); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return fmt.Errorf("getting member %s of policy set %s: %w", name, set.Name, err)
+		}
+		if member.Spec.Disabled || member.Spec.RolloutStrategy != nil {
+			continue
+		}
+		entries := map[string]policyv1.RolloutClusterStatus{}
+		for _, g := range ptr.Deref(member.Status.Rollout, policyv1.RolloutStatus{}).Groups {
+			for _, c := range g.Clusters {
+				if g.Placement == p.Name {
+					entries[c.Name] = c
+				}
+			}
+		}
+		p.Members[string(name)], p.memberRollouts[string(name)] = entries, member.Status.Rollout
+	}
+	return nil
 }
 
 // preparedReplica is the replica of one cluster, resolved and compared
@@ -110,11 +170,20 @@ func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, p
 		}
 		return
 	}
-	in := RolloutInputs{Placements: gated, Clusters: map[string]RolloutCluster{}, Previous: root.Status.Rollout, Now: rolloutsdk.RolloutClock.Now()}
+	previous, err := r.previousRollout(ctx, root)
+	if err != nil {
+		out.failures = append(out.failures, err)
+		return
+	}
+	in := RolloutInputs{Policy: root.Name, Placements: gated, Clusters: map[string]RolloutCluster{}, Previous: previous, Now: rolloutsdk.RolloutClock.Now()}
+	entries := PreviousEntries(previous)
 	for _, p := range prepared {
 		c := RolloutCluster{Updated: p.upToDate}
 		if p.existing != nil {
 			c.Compliance = p.existing.Status.ComplianceState
+		}
+		if NeedsReport(entries[p.desired.Namespace], c) {
+			c.ReportedAt = r.reportedAt(ctx, p.existing, out)
 		}
 		in.Clusters[p.desired.Namespace] = c
 	}
@@ -131,6 +200,49 @@ func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, p
 	}
 	root.Status.Rollout = plan.Status(written)
 	out.recheck, out.invalidRollout = plan.RecheckAfter, plan.Invalid
+	r.updateSetConditions(ctx, root, gated, out)
+}
+
+// previousRollout reads the root's status.rollout from the API server.
+//
+// Note: the cache may not show yet the status the last reconcile wrote,
+// and a stale status, in which a cluster updated since is still Succeeded
+// on the previous spec, would let the rollout go on.
+func (r *Reconciler) previousRollout(ctx context.Context, root *policyv1.Policy) (*policyv1.RolloutStatus, error) {
+	current := &policyv1.Policy{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(root), current); err != nil {
+		return nil, fmt.Errorf("reading the rollout status of %s: %w", klog.KObj(root), err)
+	}
+	return current.Status.Rollout, nil
+}
+
+// reportedAt reads, from the API server (the cache holds no compliance
+// history), when the replica's newest compliance report was made; nil when
+// it has none or cannot be read (then the read is retried).
+func (r *Reconciler) reportedAt(ctx context.Context, existing *policyv1.Policy, out *syncOutcome) *metav1.Time {
+	current := &policyv1.Policy{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(existing), current); err != nil {
+		if !apierrors.IsNotFound(err) {
+			out.retry = append(out.retry, fmt.Errorf("cluster %s: reading the compliance history of replica %s: %w",
+				existing.Namespace, klog.KObj(existing), err))
+		}
+		return nil
+	}
+	return NewestReport(current)
+}
+
+// NewestReport is the time of the newest entry of a replica's compliance
+// history, over all its templates; nil when it has none.
+func NewestReport(p *policyv1.Policy) *metav1.Time {
+	var newest *metav1.Time
+	for _, d := range p.Status.Details {
+		for i := range d.History {
+			if t := &d.History[i].LastTimestamp; !t.IsZero() && (newest == nil || newest.Before(t)) {
+				newest = t.DeepCopy()
+			}
+		}
+	}
+	return newest
 }
 
 // InvalidRolloutCondition is ConditionPropagated of a root policy whose
@@ -164,8 +276,11 @@ func withRollout(c metav1.Condition, res Resolution, rollout *policyv1.RolloutSt
 	return c
 }
 
-// complianceChanged passes the replica updates that change
-// status.compliant, which moves a rollout on.
+// complianceChanged passes what moves a rollout on: the replica updates
+// that change status.compliant or, Compliant before and after, only the
+// status (a new report, which may be the first for the current spec: the
+// cache holds no history to tell), and the root updates that change
+// status.rollout (where a PolicySet's other members stand).
 var complianceChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
@@ -173,14 +288,28 @@ var complianceChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		oldP, okOld := e.ObjectOld.(*policyv1.Policy)
 		newP, okNew := e.ObjectNew.(*policyv1.Policy)
-		return okOld && okNew && replica.IsReplica(newP) && oldP.Status.ComplianceState != newP.Status.ComplianceState
+		switch {
+		case !okOld || !okNew:
+			return false
+		case !replica.IsReplica(newP):
+			return !equality.Semantic.DeepEqual(oldP.Status.Rollout, newP.Status.Rollout)
+		case oldP.Status.ComplianceState != newP.Status.ComplianceState:
+			return true
+		default:
+			return newP.Status.ComplianceState == policyv1.Compliant && oldP.Generation == newP.Generation &&
+				oldP.ResourceVersion != newP.ResourceVersion
+		}
 	},
 }
 
 // replicaToRolloutRoot maps a replica to its root when the root is being
 // rolled out (it has status.rollout): only then does the compliance of a
-// replica change what the propagator writes.
+// replica change what the propagator writes. It maps a root to the other
+// members of the PolicySets it rolls out with (rolloutSiblings).
 func (r *Reconciler) replicaToRolloutRoot(ctx context.Context, obj client.Object) []reconcile.Request {
+	if !replica.IsReplica(obj) {
+		return r.rolloutSiblings(ctx, obj)
+	}
 	reqs := replicaToRoot(ctx, obj)
 	if len(reqs) == 0 {
 		return nil
@@ -188,6 +317,36 @@ func (r *Reconciler) replicaToRolloutRoot(ctx context.Context, obj client.Object
 	root := &policyv1.Policy{}
 	if err := r.Client.Get(ctx, reqs[0].NamespacedName, root); err != nil || root.Status.Rollout == nil {
 		return nil
+	}
+	return reqs
+}
+
+// rolloutSiblings returns the other members of the PolicySets with a
+// rollout strategy that list root, when root has no strategy of its own:
+// they roll out with it as a unit, so where it stands gates them.
+func (r *Reconciler) rolloutSiblings(ctx context.Context, obj client.Object) []reconcile.Request {
+	root, ok := obj.(*policyv1.Policy)
+	if !ok || root.Spec.RolloutStrategy != nil {
+		return nil
+	}
+	list := &policyv1beta1.PolicySetList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(root.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list the policy sets of a policy", "policy", klog.KObj(root))
+		return nil
+	}
+	seen := sets.New(root.Name)
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		set := &list.Items[i]
+		if set.Spec.RolloutStrategy == nil || set.Spec.RolloutStrategy.Type == clusterv1alpha1.All || !IsMember(set, root.Name) {
+			continue
+		}
+		for _, name := range set.Spec.Policies {
+			if !seen.Has(string(name)) {
+				seen.Insert(string(name))
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: root.Namespace, Name: string(name)}})
+			}
+		}
 	}
 	return reqs
 }
