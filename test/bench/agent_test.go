@@ -14,6 +14,7 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
 )
 
 // Agent stage sizes at BENCH_SCALE=1.
@@ -24,7 +25,7 @@ const (
 	agentCluster = "managed"
 	// configPolicyWorkers is the configpolicy controller's default
 	// concurrency, the concurrency of the agent ceiling.
-	configPolicyWorkers = 4
+	configPolicyWorkers = controllerdefaults.ConfigPolicyConcurrency
 	// idleWindow is how long the agent's idle CPU is measured.
 	idleWindow = 30 * time.Second
 )

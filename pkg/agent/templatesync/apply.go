@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -261,27 +263,40 @@ func (r *Reconciler) prune(ctx context.Context, policy *policyv1.Policy, plan []
 	for _, t := range plan {
 		keep[t.Name] = true
 	}
-	var errs []error
+	// The kinds are listed at once, not one after another: each list is a
+	// round trip to the API server, and a new Policy's first reconcile
+	// held a worker for all of them.
+	errs := make([]error, len(kinds))
+	var wg sync.WaitGroup
+	i := 0
 	for gk, version := range kinds {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gk.WithVersion(version).GroupVersion().WithKind(gk.Kind + "List"))
-		err := r.ManagedClient.List(ctx, list, client.InNamespace(policy.Namespace), client.MatchingLabels{policyv1.PolicyLabel: policy.Name})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("listing %s: %w", gk, err))
+		slot := &errs[i]
+		wg.Go(func() { *slot = r.pruneKind(ctx, policy, gk.WithVersion(version), keep) })
+		i++
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// pruneKind deletes policy's templates of kind gvk that keep does not name.
+func (r *Reconciler) pruneKind(ctx context.Context, policy *policyv1.Policy, gvk schema.GroupVersionKind, keep map[string]bool) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := r.ManagedClient.List(ctx, list, client.InNamespace(policy.Namespace), client.MatchingLabels{policyv1.PolicyLabel: policy.Name}); err != nil {
+		return fmt.Errorf("listing %s: %w", gvk.GroupKind(), err)
+	}
+	var errs []error
+	for i := range list.Items {
+		obj := &list.Items[i]
+		if keep[obj.GetName()] || !obj.GetDeletionTimestamp().IsZero() {
 			continue
 		}
-		for i := range list.Items {
-			obj := &list.Items[i]
-			if keep[obj.GetName()] || !obj.GetDeletionTimestamp().IsZero() {
-				continue
-			}
-			if err := r.ManagedClient.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
-				errs = append(errs, fmt.Errorf("deleting %s %s: %w", gk.Kind, obj.GetName(), err))
-				continue
-			}
-			r.Recorder.Forget(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
-			ctrl.LoggerFrom(ctx).Info("Deleted removed template", "policy", klog.KObj(policy), "kind", gk.Kind, "template", obj.GetName())
+		if err := r.ManagedClient.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("deleting %s %s: %w", gvk.Kind, obj.GetName(), err))
+			continue
 		}
+		r.Recorder.Forget(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
+		ctrl.LoggerFrom(ctx).Info("Deleted removed template", "policy", klog.KObj(policy), "kind", gvk.Kind, "template", obj.GetName())
 	}
 	return errors.Join(errs...)
 }
