@@ -19,13 +19,17 @@ type depsOptions struct {
 func newDepsCommand(global *globalOptions) *cobra.Command {
 	o := &depsOptions{globalOptions: global}
 	cmd := &cobra.Command{
-		Use:   "deps <policy>",
-		Short: "Show a policy's dependency graph with the state of each node",
+		Use:   "deps <policy|policyset>",
+		Short: "Show a policy's or PolicySet's dependency graph with the state of each node",
 		Long: `Show what a policy waits for: its dependencies (spec.dependencies, which gate
 every template), its templates and their extraDependencies, followed through
 the Policies and PolicySets they name, in any namespace. Each node shows its
 current compliance when the hub knows it (a template's is its worst over the
-clusters).
+clusters). A name that is no root policy is looked up among the PolicySets:
+the graph then starts at the set and its members.
+
+-o json prints the same model the dashboard draws: each edge with met and,
+when unmet, its reason.
 
 -o dot prints the graph for Graphviz: kubectl canopy deps p -o dot | dot -Tsvg > deps.svg`,
 		Example: `  kubectl canopy deps policies/install-app
@@ -40,7 +44,7 @@ clusters).
 }
 
 func (o *depsOptions) run(cmd *cobra.Command, arg string) error {
-	c, root, colour, err := o.start(cmd.Context(), arg, o.output, outputText, outputDOT, outputJSON, outputYAML)
+	c, t, colour, err := o.startTarget(cmd.Context(), arg, o.output, outputText, outputDOT, outputJSON, outputYAML)
 	if err != nil {
 		return err
 	}
@@ -52,8 +56,7 @@ func (o *depsOptions) run(cmd *cobra.Command, arg string) error {
 	if err := c.List(cmd.Context(), sets); err != nil {
 		return fmt.Errorf("listing policy sets: %w", err)
 	}
-	g, err := report.BuildGraph(report.PolicyRef{Namespace: root.Namespace, Name: root.Name},
-		report.Inventory{Policies: policies.Items, PolicySets: sets.Items})
+	g, err := report.BuildGraph(t.ref(), report.Inventory{Policies: policies.Items, PolicySets: sets.Items})
 	if err != nil {
 		return err
 	}

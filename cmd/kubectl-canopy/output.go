@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
 	"github.com/canopy-policy/canopy/pkg/report"
 )
 
@@ -144,7 +146,67 @@ func (o *globalOptions) start(ctx context.Context, arg, output string, formats .
 		return nil, nil, false, err
 	}
 	if root, err = o.findPolicy(ctx, c, arg); err != nil {
-		return nil, nil, false, err
+		return c, nil, colour, err // the client, for a caller that looks further
 	}
 	return c, root, colour, nil
+}
+
+// findSet finds the PolicySet a command names, as findPolicy finds a
+// policy; it is asked when no policy has that name.
+func (o *globalOptions) findSet(ctx context.Context, c client.Reader, arg string) (*policyv1beta1.PolicySet, error) {
+	ns, name, qualified := strings.Cut(arg, "/")
+	if !qualified {
+		var err error
+		name = arg
+		if ns, err = o.namespaceScope(); err != nil {
+			return nil, err
+		}
+	}
+	list := &policyv1beta1.PolicySetList{}
+	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing policy sets: %w", err)
+	}
+	sets := slices.DeleteFunc(list.Items, func(s policyv1beta1.PolicySet) bool { return s.Name != name })
+	if len(sets) == 1 {
+		return &sets[0], nil
+	}
+	if len(sets) > 1 {
+		return nil, fmt.Errorf("policy set %q is in several namespaces; name it as namespace/name or use -n", name)
+	}
+	return nil, nil
+}
+
+// target is what a command about one policy names: a root policy, or else
+// a PolicySet.
+type target struct {
+	policy *policyv1.Policy
+	set    *policyv1beta1.PolicySet
+}
+
+// ref returns the target as a report.PolicyRef.
+func (t target) ref() report.PolicyRef {
+	if t.set != nil {
+		return report.PolicyRef{Namespace: t.set.Namespace, Name: t.set.Name}
+	}
+	return report.PolicyRef{Namespace: t.policy.Namespace, Name: t.policy.Name}
+}
+
+// startTarget is start for commands that take a policy or a PolicySet:
+// a name that is no root policy is looked up among the PolicySets.
+func (o *globalOptions) startTarget(ctx context.Context, arg, output string, formats ...string) (
+	c client.Client, t target, colour bool, err error,
+) {
+	c, t.policy, colour, err = o.start(ctx, arg, output, formats...)
+	if err == nil || !errors.Is(err, report.ErrPolicyNotFound) || c == nil {
+		return c, t, colour, err
+	}
+	set, setErr := o.findSet(ctx, c, arg)
+	switch {
+	case setErr != nil:
+		return nil, t, false, setErr
+	case set == nil:
+		return nil, t, false, fmt.Errorf("%w (nor a policy set of that name)", err)
+	}
+	t.set = set
+	return c, t, colour, nil
 }

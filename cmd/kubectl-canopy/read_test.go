@@ -125,6 +125,8 @@ func testGoldenOutputs(t *testing.T, env *testenv.Env) {
 		{"deps-cycle", []string{"deps", "-n", "policies", "loop-a"}},
 		{"deps-dot", []string{"deps", "policies/app", "-o", "dot"}},
 		{"deps-json", []string{"deps", "ops/operator", "-o", "json"}},
+		{"explain-set", []string{"explain", "policies/baseline"}},
+		{"deps-set", []string{"deps", "-n", "policies", "baseline"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.golden, func(t *testing.T) {

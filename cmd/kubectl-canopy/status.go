@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"slices"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
 	"github.com/canopy-policy/canopy/pkg/report"
 )
 
@@ -25,7 +27,9 @@ func newStatusCommand(global *globalOptions) *cobra.Command {
 		Long: `Show the compliance matrix of root policies: one row per policy, one column per
 managed cluster, and the number of clusters that are Compliant, NonCompliant
 and Pending. A cluster the policy is not placed on is blank; "-" is a placed
-cluster that has not reported yet.
+cluster that has not reported yet. Under it: the PolicySets of the namespace
+scope with their members that are not Compliant, and where each rollout
+(spec.rolloutStrategy) stands.
 
 Without -n or -A, the namespace of the kubeconfig context is used when the
 context sets one, and every namespace otherwise. A policy is named as
@@ -72,10 +76,54 @@ func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	t := m.Totals()
-	_, err = fmt.Fprintf(o.out, "\n%s on %s: %d Compliant, %d NonCompliant, %d Pending, %d unknown\n",
+	_, err = fmt.Fprintf(o.out, "\n%s on %s: %d Compliant, %d NonCompliant, %d Pending, %d unknown (cells: policy × cluster)\n",
 		count(len(m.Rows), "policy", "policies"), count(len(m.Clusters), "cluster", "clusters"),
 		t.Compliant, t.NonCompliant, t.Pending, t.Unknown)
-	return err
+	if err != nil {
+		return err
+	}
+	return o.printSetsAndRollouts(cmd, args, roots, colour)
+}
+
+// printSetsAndRollouts prints, under the matrix, the PolicySets of the
+// namespace scope with their members' roll-up (not when one policy was
+// named), and where each rollout of the listed roots stands.
+func (o *statusOptions) printSetsAndRollouts(cmd *cobra.Command, args []string, roots []policyv1.Policy, colour bool) error {
+	if len(args) == 0 {
+		sets, err := o.setsInScope(cmd)
+		if err != nil {
+			return err
+		}
+		if len(sets) > 0 {
+			fmt.Fprintln(o.out)
+			if err := report.RenderSets(o.out, report.BuildSetRows(sets, roots), report.RenderOptions{Colour: colour}); err != nil {
+				return err
+			}
+		}
+	}
+	if slices.ContainsFunc(roots, func(p policyv1.Policy) bool { return p.Status.Rollout != nil }) {
+		fmt.Fprintln(o.out)
+	}
+	return report.RenderRollouts(o.out, roots)
+}
+
+// setsInScope lists the PolicySets of status's namespace scope.
+func (o *statusOptions) setsInScope(cmd *cobra.Command) ([]policyv1beta1.PolicySet, error) {
+	c, err := o.client()
+	if err != nil {
+		return nil, err
+	}
+	ns := ""
+	if !o.allNamespaces {
+		if ns, err = o.namespaceScope(); err != nil {
+			return nil, err
+		}
+	}
+	list := &policyv1beta1.PolicySetList{}
+	if err := c.List(cmd.Context(), list, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("listing policy sets: %w", err)
+	}
+	return list.Items, nil
 }
 
 // noPoliciesMessage says that no root policy was found and, when replicas

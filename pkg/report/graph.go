@@ -49,6 +49,10 @@ type GraphNode struct {
 	State policyv1.ComplianceState `json:"compliant,omitempty"`
 	// Missing is true for a Policy or PolicySet that is not on the hub.
 	Missing bool `json:"missing,omitempty"`
+	// Reason is why the node is not Compliant, in one line: "not found"
+	// for a missing Policy or PolicySet, a root policy's first reason on
+	// its first cluster that is not Compliant (FirstReason).
+	Reason string `json:"reason,omitempty"`
 }
 
 // Label returns the node as users read it: "Policy ns/name",
@@ -69,6 +73,13 @@ type GraphEdge struct {
 	// Compliance is the required compliance of a dependency (empty for
 	// templates and members).
 	Compliance policyv1.ComplianceState `json:"compliance,omitempty"`
+	// Met is true for a dependency whose target is in the required
+	// state now, the one rule every view draws and prints (DependencyMet).
+	Met bool `json:"met,omitempty"`
+	// Reason is why a dependency is not met: "not found", "no
+	// status.compliant" or "want X got Y"; empty when met and for
+	// templates and members.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Graph is the dependency graph reachable from one root policy.
@@ -92,16 +103,82 @@ type Inventory struct {
 // Inventory.
 var ErrPolicyNotFound = errors.New("policy not found")
 
-// BuildGraph returns the dependency graph of root: its dependencies, its
-// templates and their extra dependencies, followed through the Policies
-// and PolicySets they name, in any namespace.
+// BuildGraph returns the dependency graph of root, a root policy or else a
+// PolicySet: its dependencies, its templates and their extra dependencies,
+// followed through the Policies and PolicySets they name, in any
+// namespace; each edge says whether it is met and each node why it is not
+// Compliant, so that every view renders the same judgement.
 func BuildGraph(root PolicyRef, inv Inventory) (Graph, error) {
 	b := newGraphBuilder(inv)
-	if _, ok := b.policies[root]; !ok {
+	switch _, policy := b.policies[root]; {
+	case policy:
+		b.g.Root = b.addPolicy(root)
+	case b.sets[root] != nil:
+		b.g.Root = b.addPolicySet(root)
+	default:
 		return Graph{}, fmt.Errorf("%w: %s", ErrPolicyNotFound, root)
 	}
-	b.g.Root = b.addPolicy(root)
+	b.judge(inv)
 	return b.g, nil
+}
+
+// judge sets every edge's Met and Reason and every node's Reason.
+func (b *graphBuilder) judge(inv Inventory) {
+	nodes := map[string]*GraphNode{}
+	for i := range b.g.Nodes {
+		nodes[b.g.Nodes[i].ID] = &b.g.Nodes[i]
+	}
+	roots, replicas := splitInventory(inv)
+	for _, n := range nodes {
+		switch {
+		case n.Missing:
+			n.Reason = "not found"
+		case n.Kind == policyv1.PolicyKind && n.Policy == nil && n.State != policyv1.Compliant:
+			n.Reason = rootReason(roots[PolicyRef{Namespace: n.Namespace, Name: n.Name}], replicas)
+		}
+	}
+	for i := range b.g.Edges {
+		e := &b.g.Edges[i]
+		if e.Compliance == "" {
+			continue
+		}
+		to := nodes[e.To]
+		if to.Policy == nil && to.Kind != policyv1.PolicyKind && to.Kind != policyv1beta1.PolicySetKind {
+			e.Reason = "judged on each managed cluster" // an object the hub does not see
+			continue
+		}
+		e.Met, e.Reason = DependencyMet(e.Compliance, to.State, to.Missing)
+	}
+}
+
+// DependencyMet is the rule for a dependency that wants want of a target
+// in state got (missing when the target is not there): met, or why not.
+func DependencyMet(want, got policyv1.ComplianceState, missing bool) (bool, string) {
+	switch {
+	case missing:
+		return false, "not found"
+	case got == "":
+		return false, "no status.compliant"
+	case got != want:
+		return false, "want " + string(want) + " got " + string(got)
+	}
+	return true, ""
+}
+
+// rootReason is the first reason of root on its first cluster (by name)
+// where it is not Compliant, prefixed with the cluster; "" when none.
+func rootReason(root *policyv1.Policy, replicas map[string][]policyv1.Policy) string {
+	if root == nil {
+		return ""
+	}
+	for _, c := range Explain(root, replicas[replica.Name(root)], ExplainOptions{}).Clusters {
+		if c.Compliant != policyv1.Compliant {
+			if r := FirstReason(c); r != "" {
+				return c.Cluster + ": " + r
+			}
+		}
+	}
+	return ""
 }
 
 // templateKey names a template of a root policy.

@@ -61,12 +61,23 @@ func TestBuildGraph(t *testing.T) {
 	g.Expect(ids["Policy/policies/missing"].Missing).To(BeTrue())
 	g.Expect(ids["Namespace//prod"].Kind).To(Equal("Namespace"))
 	g.Expect(graph.Edges).To(ContainElements(
-		GraphEdge{From: "Policy/policies/app", To: "Policy/ops/operator", Relation: RelationDependency, Compliance: policyv1.Compliant},
+		GraphEdge{From: "Policy/policies/app", To: "Policy/ops/operator", Relation: RelationDependency, Compliance: policyv1.Compliant,
+			Reason: "want Compliant got NonCompliant"},
 		GraphEdge{From: "Policy/policies/app/ConfigurationPolicy/app-config", To: "Policy/ops/operator/ConfigurationPolicy/operator-sub",
-			Relation: RelationExtraDependency, Compliance: policyv1.Compliant},
+			Relation: RelationExtraDependency, Compliance: policyv1.Compliant, Reason: "want Compliant got NonCompliant"},
+		GraphEdge{From: "Policy/policies/app/ConfigurationPolicy/app-config", To: "Namespace//prod",
+			Relation: RelationExtraDependency, Compliance: policyv1.Compliant, Reason: "judged on each managed cluster"},
 		GraphEdge{From: "PolicySet/policies/base", To: "Policy/policies/x", Relation: RelationMember},
-		GraphEdge{From: "Policy/ops/operator", To: "Policy/policies/app", Relation: RelationDependency, Compliance: policyv1.Pending},
+		GraphEdge{From: "Policy/ops/operator", To: "Policy/policies/app", Relation: RelationDependency, Compliance: policyv1.Pending, Met: true},
 	))
+	g.Expect(ids["Policy/policies/missing"].Reason).To(Equal("not found"))
+	g.Expect(ids["Policy/ops/operator"].Reason).To(Equal("c2: operator-sub: not yet"), "its first cluster that is not Compliant")
+
+	// A PolicySet is a root too (kubectl canopy deps <set>).
+	set, err := BuildGraph(PolicyRef{Namespace: "policies", Name: "base"}, fleet())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(set.Root).To(Equal("PolicySet/policies/base"))
+	g.Expect(set.Nodes).To(HaveLen(3))
 
 	_, err = BuildGraph(PolicyRef{Namespace: "policies", Name: "nope"}, fleet())
 	g.Expect(err).To(MatchError(ErrPolicyNotFound))

@@ -1,20 +1,26 @@
 // Package dashboard is the hub's read-only web page: the policies × clusters
-// compliance matrix (the same content as `kubectl canopy status`), a page per
+// compliance matrix (the same content as `kubectl canopy status`) with each
+// NonCompliant or Pending cell's first reason, the PolicySets, a page per
 // policy with the state of each of its templates on each cluster, their
-// Pending reasons and compliance history, and the dependency graph between
-// policies drawn as inline SVG. The pages update live by polling the JSON API
-// they are drawn from:
+// Pending reasons, compliance history and rollout, a page per PolicySet
+// with its members on each cluster and which member holds it back, and the
+// dependency graph drawn as inline SVG, laid out by Graphviz's dot (through
+// go-graphviz, Graphviz compiled to WebAssembly) so that edges go around
+// the boxes and every label fits its box. The pages update live by polling
+// the JSON API they are drawn from:
 //
-//	GET /                          the matrix and the dependency graph
-//	GET /policies/{ns}/{name}      one policy
-//	GET /api/matrix                the matrix as JSON
-//	GET /api/policies/{ns}/{name}  one policy as JSON
+//	GET /                             the matrix, the sets and the dependency graph
+//	GET /policies/{ns}/{name}         one policy
+//	GET /policysets/{ns}/{name}       one PolicySet
+//	GET /api/matrix                   the matrix as JSON
+//	GET /api/policies/{ns}/{name}     one policy as JSON
+//	GET /api/policysets/{ns}/{name}   one PolicySet as JSON
 //
 // Server is a manager Runnable that runs on every hub replica (it needs no
-// leader): it reads root policies through the manager's cache, and the
-// replicas of one policy, whose compliance history the cache trims, with an
-// uncached list by label when that policy's page or API is read. Both reads
-// are within the hub's own ClusterRole, so the dashboard needs no extra RBAC.
+// leader): it reads root policies and policy sets through the manager's
+// cache, and the replicas, whose details and history the cache trims, with
+// an uncached list by label on each page or API read. Both reads are within
+// the hub's own ClusterRole, so the dashboard needs no extra RBAC.
 //
 // It serves GET and HEAD only and writes nothing. It answers only requests
 // for localhost, an IP address or AllowedHosts, which defeats DNS rebinding

@@ -1,67 +1,84 @@
 package dashboard
 
 import (
-	"cmp"
-	"fmt"
+	"context"
 	"slices"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/report"
 )
 
-// Layout of the dependency graph, in SVG user units.
-const (
-	nodeWidth  = 230
-	nodeHeight = 40
-	columnGap  = 90
-	rowGap     = 22
-	margin     = 16
-	labelLimit = 32
-)
-
-// GraphView is the dependency graph laid out for SVG: what is depended on
-// to the left, its dependants to the right, an arrow from each dependency
-// to the policy or template that waits for it, a plain line from a
-// template to its policy.
+// GraphView is the dependency graph laid out for SVG by Graphviz's dot:
+// what is depended on to the left, its dependants to the right, an arrow
+// from each dependency to the policy or template that waits for it, a
+// plain line from a template to its policy and from a member to its
+// PolicySet. Coordinates are SVG user units.
 type GraphView struct {
-	Width, Height int
-	// NodeWidth and NodeHeight are the size of every box.
-	NodeWidth, NodeHeight int
-	Nodes                 []GraphNode
-	Edges                 []GraphEdge
+	Width, Height float64
+	Nodes         []GraphNode
+	Edges         []GraphEdge
 }
 
 // GraphNode is a box of the graph.
 type GraphNode struct {
 	// Key is the report.GraphNode ID, e.g. "Policy/ns/name".
 	Key string
-	// Label is what the box shows (shortened), Title the full name.
-	Label, Title string
-	// Href links a policy to its page; empty for other objects.
+	// Label is what the box shows, in full: "Policy ns/name",
+	// "ConfigurationPolicy name".
+	Label string
+	// Href links a policy or policy set to its page; empty for other objects.
 	Href string
 	// Template marks a policy template.
 	Template bool
 	State    policyv1.ComplianceState
-	// Focus marks the policy whose page shows the graph.
+	// Reason is why the node is not Compliant, when the model says.
+	Reason string
+	// Focus marks the policy or set whose page shows the graph.
 	Focus bool
-	X, Y  int
-	layer int
+	// X and Y are the box's top-left corner, W and H its size.
+	X, Y, W, H float64
 }
 
 // GraphEdge is one line: Path is its SVG path, Label the compliance a
 // dependency requires, Met whether the dependency is met now; a line from
 // a template or to a PolicySet member is Structural.
 type GraphEdge struct {
+	// From and To are the node keys of the report.GraphEdge: the dependant
+	// and what it waits for or contains. The line is drawn from To to From.
+	From, To       string
 	Path           string
 	Label          string
-	LabelX, LabelY int
+	LabelX, LabelY float64
 	Met            bool
 	Structural     bool
 }
 
+// GraphState is the JSON form of a graph's states, which the pages poll
+// to repaint the graph drawn when they loaded.
+type GraphState struct {
+	Nodes []NodeState `json:"nodes"`
+	Edges []EdgeState `json:"edges"`
+}
+
+// NodeState is the state of one node of a GraphState.
+type NodeState struct {
+	ID        string                   `json:"id"`
+	Label     string                   `json:"label"`
+	Compliant policyv1.ComplianceState `json:"compliant,omitempty"`
+	Reason    string                   `json:"reason,omitempty"`
+}
+
+// EdgeState is whether one edge of a GraphState is met.
+type EdgeState struct {
+	From       string `json:"from"`
+	To         string `json:"to"`
+	Met        bool   `json:"met"`
+	Structural bool   `json:"structural,omitempty"`
+}
+
 // graph is the union of the report.Graphs of several policies.
 type graph struct {
-	nodes map[string]*GraphNode
+	nodes map[string]report.GraphNode
 	edges []report.GraphEdge
 }
 
@@ -69,20 +86,32 @@ type graph struct {
 // policy of inv. With focus (a node ID) it keeps what is connected to
 // focus; without, what has a dependency or a dependant (and the policies
 // of such templates).
-func buildGraph(inv report.Inventory, focus string) GraphView {
-	g := graph{nodes: map[string]*GraphNode{}}
+func buildGraph(ctx context.Context, inv report.Inventory, focus string) (GraphView, error) {
+	v := selectGraph(inv, focus)
+	return v, v.layout(ctx)
+}
+
+// graphState returns the states of the graph buildGraph draws.
+func graphState(inv report.Inventory, focus string) GraphState {
+	v := selectGraph(inv, focus)
+	s := GraphState{Nodes: []NodeState{}, Edges: []EdgeState{}}
+	for _, n := range v.Nodes {
+		s.Nodes = append(s.Nodes, NodeState{ID: n.Key, Label: n.Label, Compliant: n.State, Reason: n.Reason})
+	}
+	for _, e := range v.Edges {
+		s.Edges = append(s.Edges, EdgeState{From: e.From, To: e.To, Met: e.Met, Structural: e.Structural})
+	}
+	return s
+}
+
+// selectGraph returns the nodes and edges buildGraph draws, not laid out.
+func selectGraph(inv report.Inventory, focus string) GraphView {
+	g := graph{nodes: map[string]report.GraphNode{}}
 	seen := map[report.GraphEdge]bool{}
-	for _, p := range inv.Policies {
-		if _, replica := p.Labels[policyv1.RootPolicyLabel]; replica {
-			continue
-		}
-		one, err := report.BuildGraph(report.PolicyRef{Namespace: p.Namespace, Name: p.Name}, inv)
-		if err != nil {
-			continue // Note: cannot happen, p is in inv
-		}
+	add := func(one report.Graph) {
 		for _, n := range one.Nodes {
-			if g.nodes[n.ID] == nil {
-				g.nodes[n.ID] = newGraphNode(n)
+			if _, ok := g.nodes[n.ID]; !ok {
+				g.nodes[n.ID] = n
 			}
 		}
 		for _, e := range one.Edges {
@@ -92,26 +121,42 @@ func buildGraph(inv report.Inventory, focus string) GraphView {
 			}
 		}
 	}
+	for _, p := range inv.Policies {
+		if _, replica := p.Labels[policyv1.RootPolicyLabel]; replica {
+			continue
+		}
+		one, err := report.BuildGraph(report.PolicyRef{Namespace: p.Namespace, Name: p.Name}, inv)
+		if err != nil {
+			continue // Note: cannot happen, p is in inv
+		}
+		add(one)
+	}
+	for _, s := range inv.PolicySets {
+		one, err := report.BuildGraph(report.PolicyRef{Namespace: s.Namespace, Name: s.Name}, inv)
+		if err != nil {
+			continue // Note: cannot happen, s is in inv
+		}
+		add(one)
+	}
 	kept := g.connected(focus)
 	if focus == "" {
 		kept = g.dependent()
 	}
-	return g.layout(kept, focus)
+	return g.view(kept, focus)
 }
 
-func newGraphNode(n report.GraphNode) *GraphNode {
-	v := &GraphNode{Key: n.ID, Title: n.Label(), Label: shorten(n.Label()), State: n.State, Template: n.Policy != nil}
-	if n.Kind == policyv1.PolicyKind && !n.Missing {
-		v.Href, v.Label = "/policies/"+n.Namespace+"/"+n.Name, shorten(n.Namespace+"/"+n.Name)
+// href is the page of a policy or policy set node on the hub.
+func href(n report.GraphNode) string {
+	if n.Missing || n.Policy != nil {
+		return ""
 	}
-	return v
-}
-
-func shorten(s string) string {
-	if r := []rune(s); len(r) > labelLimit {
-		return string(r[:labelLimit-1]) + "…"
+	switch n.Kind {
+	case policyv1.PolicyKind:
+		return "/policies/" + n.Namespace + "/" + n.Name
+	case "PolicySet":
+		return "/policysets/" + n.Namespace + "/" + n.Name
 	}
-	return s
+	return ""
 }
 
 // dependent returns the nodes on a dependency or membership edge, and the
@@ -134,7 +179,7 @@ func (g graph) dependent() map[string]bool {
 // connected returns the nodes connected to focus, whatever the direction.
 func (g graph) connected(focus string) map[string]bool {
 	kept := map[string]bool{}
-	if g.nodes[focus] == nil {
+	if _, ok := g.nodes[focus]; !ok {
 		return kept
 	}
 	adjacent := map[string][]string{}
@@ -154,75 +199,51 @@ func (g graph) connected(focus string) map[string]bool {
 	return kept
 }
 
-// layout puts each node one column right of the rightmost node it points
-// to, and draws the edges between kept nodes.
-func (g graph) layout(kept map[string]bool, focus string) GraphView {
+// view returns the kept nodes and the edges between them, not laid out.
+func (g graph) view(kept map[string]bool, focus string) GraphView {
 	keys := make([]string, 0, len(kept))
 	for k := range kept {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	out := map[string][]string{}
-	for _, e := range g.edges {
-		if kept[e.From] && kept[e.To] {
-			out[e.From] = append(out[e.From], e.To)
-		}
-	}
-	state := map[string]int{}
-	for _, k := range keys {
-		g.assignLayer(k, out, state)
-	}
-	v := GraphView{NodeWidth: nodeWidth, NodeHeight: nodeHeight, Nodes: []GraphNode{}, Edges: []GraphEdge{}}
-	rows := map[int]int{}
+	v := GraphView{Nodes: []GraphNode{}, Edges: []GraphEdge{}}
 	for _, k := range keys {
 		n := g.nodes[k]
-		n.Focus = k == focus
-		n.X = margin + n.layer*(nodeWidth+columnGap)
-		n.Y = margin + rows[n.layer]*(nodeHeight+rowGap)
-		rows[n.layer]++
-		v.Width = max(v.Width, n.X+nodeWidth+margin)
-		v.Height = max(v.Height, n.Y+nodeHeight+margin)
-		v.Nodes = append(v.Nodes, *n)
+		v.Nodes = append(v.Nodes, GraphNode{Key: k, Label: n.Label(), Href: href(n), Template: n.Policy != nil,
+			State: n.State, Reason: n.Reason, Focus: k == focus})
 	}
 	for _, e := range g.edges {
 		if kept[e.From] && kept[e.To] {
-			v.Edges = append(v.Edges, edge(g.nodes[e.To], g.nodes[e.From], e))
+			v.Edges = append(v.Edges, GraphEdge{From: e.From, To: e.To, Label: string(e.Compliance),
+				Met:        e.Met, // report's rule, the one deps and explain print
+				Structural: e.Relation == report.RelationTemplate || e.Relation == report.RelationMember})
 		}
 	}
-	slices.SortFunc(v.Edges, func(a, b GraphEdge) int { return cmp.Compare(a.Path, b.Path) })
 	return v
 }
 
-// assignLayer sets the layer of k after those of the nodes it points to;
-// an edge back to a node on the DFS stack (a cycle) is ignored.
-func (g graph) assignLayer(k string, out map[string][]string, state map[string]int) int {
-	n := g.nodes[k]
-	if state[k] != 0 {
-		return n.layer
+// layout places the nodes and routes the edges of v. An edge is drawn
+// from what is waited for or contained (To) to its dependant (From), so
+// that dependencies are to the left.
+func (v *GraphView) layout(ctx context.Context) error {
+	nodes := make([]layoutNode, 0, len(v.Nodes))
+	for _, n := range v.Nodes {
+		nodes = append(nodes, layoutNode{Key: n.Key, Label: n.Label})
 	}
-	state[k] = 1 // on the stack
-	for _, to := range out[k] {
-		if state[to] != 1 {
-			n.layer = max(n.layer, g.assignLayer(to, out, state)+1)
-		}
+	edges := make([]layoutEdge, 0, len(v.Edges))
+	for _, e := range v.Edges {
+		edges = append(edges, layoutEdge{From: e.To, To: e.From, Label: e.Label})
 	}
-	state[k] = 2 // done
-	return n.layer
-}
-
-// edge draws e from the box it points to (left) to the box it starts from.
-func edge(from, to *GraphNode, e report.GraphEdge) GraphEdge {
-	x1, y1 := from.X+nodeWidth, from.Y+nodeHeight/2
-	x2, y2 := to.X, to.Y+nodeHeight/2
-	if to.X <= from.X { // a cycle: go back below the boxes
-		x1, y1, x2 = from.X+nodeWidth/2, from.Y+nodeHeight, to.X+nodeWidth/2
-		y2 = to.Y + nodeHeight
+	p, err := layoutGraph(ctx, nodes, edges)
+	if err != nil {
+		return err
 	}
-	bend := max((x2-x1)/2, columnGap/2)
-	return GraphEdge{
-		Path:  fmt.Sprintf("M %d %d C %d %d, %d %d, %d %d", x1, y1, x1+bend, y1, x2-bend, y2, x2, y2),
-		Label: string(e.Compliance), LabelX: (x1 + x2) / 2, LabelY: (y1+y2)/2 - 5,
-		Met:        e.Compliance != "" && from.State == e.Compliance,
-		Structural: e.Relation == report.RelationTemplate || e.Relation == report.RelationMember,
+	v.Width, v.Height = p.Width, p.Height
+	for i, b := range p.Boxes {
+		v.Nodes[i].X, v.Nodes[i].Y, v.Nodes[i].W, v.Nodes[i].H = b.X, b.Y, b.W, b.H
 	}
+	for i, r := range p.Routes {
+		v.Edges[i].Path, v.Edges[i].LabelX, v.Edges[i].LabelY = r.Path, r.LabelX, r.LabelY
+	}
+	return nil
 }

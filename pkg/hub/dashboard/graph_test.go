@@ -3,6 +3,8 @@ package dashboard
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -34,11 +36,16 @@ func dependency(name string) policyv1.PolicyDependency {
 	return policyv1.PolicyDependency{TypeMeta: metav1.TypeMeta{Kind: policyv1.PolicyKind}, Name: name, Compliance: policyv1.Compliant}
 }
 
-// columns returns each drawn node's column, by key.
-func columns(v GraphView) map[string]int {
-	out := map[string]int{}
+// leftOf reports, by edge "to -> from" (what is waited for, then its
+// dependant), whether the first box is drawn wholly left of the second.
+func leftOf(v GraphView) map[string]bool {
+	boxes := map[string]GraphNode{}
 	for _, n := range v.Nodes {
-		out[n.Key] = (n.X - margin) / (nodeWidth + columnGap)
+		boxes[n.Key] = n
+	}
+	out := map[string]bool{}
+	for _, e := range v.Edges {
+		out[e.To+" -> "+e.From] = boxes[e.To].X+boxes[e.To].W <= boxes[e.From].X
 	}
 	return out
 }
@@ -52,39 +59,46 @@ func TestBuildGraph(t *testing.T) {
 	}}
 	for _, tc := range []struct {
 		name, focus string
-		want        map[string]int
+		want        []string
 	}{{
-		name: "the fleet: what depends or is depended on, dependencies to the left",
-		want: map[string]int{"Policy/p/a": 0, "Policy/p/b": 1, "Policy/p/c/ConfigurationPolicy/c-t": 2, "Policy/p/c": 3},
+		name: "the fleet: what depends or is depended on",
+		want: []string{"Policy/p/a -> Policy/p/b", "Policy/p/b -> Policy/p/c/ConfigurationPolicy/c-t",
+			"Policy/p/c/ConfigurationPolicy/c-t -> Policy/p/c"},
 	}, {
 		name: "a policy's page: everything connected to it, templates included", focus: "Policy/p/a",
-		want: map[string]int{
-			"Policy/p/a/ConfigurationPolicy/a-t": 0, "Policy/p/a": 1, "Policy/p/b/ConfigurationPolicy/b-t": 0,
-			"Policy/p/b": 2, "Policy/p/c/ConfigurationPolicy/c-t": 3, "Policy/p/c": 4,
-		},
+		want: []string{"Policy/p/a -> Policy/p/b", "Policy/p/b -> Policy/p/c/ConfigurationPolicy/c-t",
+			"Policy/p/c/ConfigurationPolicy/c-t -> Policy/p/c", "Policy/p/a/ConfigurationPolicy/a-t -> Policy/p/a",
+			"Policy/p/b/ConfigurationPolicy/b-t -> Policy/p/b"},
 	}, {
 		name: "a policy alone", focus: "Policy/p/alone",
-		want: map[string]int{"Policy/p/alone/ConfigurationPolicy/alone-t": 0, "Policy/p/alone": 1},
+		want: []string{"Policy/p/alone/ConfigurationPolicy/alone-t -> Policy/p/alone"},
 	}, {
-		name: "an unknown policy", focus: "Policy/p/missing", want: map[string]int{},
+		name: "an unknown policy", focus: "Policy/p/missing",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			v := buildGraph(inv, tc.focus)
-			g.Expect(columns(v)).To(Equal(tc.want))
+			v, err := buildGraph(t.Context(), inv, tc.focus)
+			g.Expect(err).NotTo(HaveOccurred())
+			left := leftOf(v)
+			g.Expect(slices.Collect(maps.Keys(left))).To(ConsistOf(tc.want))
+			for edge, ok := range left {
+				g.Expect(ok).To(BeTrue(), "%s: a dependency left of its dependant", edge)
+			}
 			for _, n := range v.Nodes {
 				g.Expect(n.Focus).To(Equal(n.Key == tc.focus))
 			}
+			expectRouted(g, v)
 		})
 	}
 }
 
 func TestBuildGraphEdges(t *testing.T) {
 	g := NewWithT(t)
-	v := buildGraph(report.Inventory{Policies: []policyv1.Policy{
+	v, err := buildGraph(t.Context(), report.Inventory{Policies: []policyv1.Policy{
 		policy("a", policyv1.NonCompliant, nil),
 		policy("b", policyv1.Pending, []string{"a"}),
 	}}, "Policy/p/b")
+	g.Expect(err).NotTo(HaveOccurred())
 	var met, unmet, structural int
 	for _, e := range v.Edges {
 		switch {
@@ -101,22 +115,21 @@ func TestBuildGraphEdges(t *testing.T) {
 	a := v.Nodes[0]
 	g.Expect(a.Key).To(Equal("Policy/p/a"))
 	g.Expect(a.Href).To(Equal("/policies/p/a"))
-	g.Expect(a.Label).To(Equal("p/a"))
+	g.Expect(a.Label).To(Equal("Policy p/a"))
 }
 
 // TestBuildGraphCycle checks that a dependency cycle is drawn, not followed
 // forever.
 func TestBuildGraphCycle(t *testing.T) {
 	g := NewWithT(t)
-	v := buildGraph(report.Inventory{Policies: []policyv1.Policy{
+	v, err := buildGraph(t.Context(), report.Inventory{Policies: []policyv1.Policy{
 		policy("a", policyv1.Pending, []string{"b"}),
 		policy("b", policyv1.Pending, []string{"a"}),
 	}}, "")
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v.Nodes).To(HaveLen(2))
 	g.Expect(v.Edges).To(HaveLen(2))
-	g.Expect(columns(v)).To(Or(
-		Equal(map[string]int{"Policy/p/a": 1, "Policy/p/b": 0}),
-		Equal(map[string]int{"Policy/p/a": 0, "Policy/p/b": 1})))
+	expectRouted(g, v)
 }
 
 // TestPagesEscape renders a policy page whose names carry markup: it comes
@@ -128,10 +141,12 @@ func TestPagesEscape(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	p := policy("x", policyv1.Pending, nil)
 	p.Spec.PolicyTemplates[0].ObjectDefinition.Raw = []byte(`{"kind":"<script>alert(1)</script>","metadata":{"name":"<img src=x onerror=alert(1)>"}}`)
-	view := newPolicyView(&p, nil, nil, metav1.Now().Time)
+	view := newPolicyView(&p, nil, report.Inventory{}, metav1.Now().Time)
+	graph, err := buildGraph(t.Context(), report.Inventory{Policies: []policyv1.Policy{p}}, "Policy/p/x")
+	g.Expect(err).NotTo(HaveOccurred())
 	var out bytes.Buffer
 	g.Expect(s.pages.ExecuteTemplate(&out, "policy.html", page{Title: "t", API: "/api/policies/p/x", Policy: &view,
-		Graph: buildGraph(report.Inventory{Policies: []policyv1.Policy{p}}, "Policy/p/x")})).To(Succeed())
+		Graph: graph})).To(Succeed())
 	g.Expect(out.String()).NotTo(ContainSubstring("<script>alert"))
 	g.Expect(out.String()).NotTo(ContainSubstring("<img"))
 	g.Expect(out.String()).To(ContainSubstring("&lt;script&gt;alert(1)&lt;/script&gt;"))

@@ -2,8 +2,10 @@ package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -23,6 +25,8 @@ import (
 var funcs = template.FuncMap{
 	"stateClass": stateClass,
 	"stateText":  stateText,
+	"px":         num,
+	"center":     func(start, size float64) float64 { return start + size/2 },
 }
 
 // stateClass is the CSS class of a compliance state.
@@ -44,21 +48,24 @@ func stateText(s policyv1.ComplianceState) string {
 // page is what every page template gets.
 type page struct {
 	Title string
+	// Page names the page for the script: matrix, policy or set.
+	Page string
 	// API is the endpoint the page's script polls.
 	API     string
 	Refresh int64
 	Graph   GraphView
 	Policy  *PolicyView
+	Set     *SetView
 }
 
 func (s *Server) matrixPage(w http.ResponseWriter, r *http.Request) {
-	inv, err := s.inventory(r.Context())
+	inv, err := s.fleet(r.Context())
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	s.render(w, "index.html", page{Title: "Canopy compliance", API: "/api/matrix", Refresh: s.refreshMillis(),
-		Graph: buildGraph(inv, "")})
+	s.renderWithGraph(w, r, inv, "", "index.html",
+		page{Title: "Canopy compliance", Page: "matrix", API: "/api/matrix", Refresh: s.refreshMillis()})
 }
 
 func (s *Server) policyPage(w http.ResponseWriter, r *http.Request) {
@@ -68,17 +75,39 @@ func (s *Server) policyPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := view.Namespace + "/" + view.Name
-	s.render(w, "policy.html", page{Title: key + " · Canopy", API: "/api/policies/" + key,
-		Refresh: s.refreshMillis(), Graph: buildGraph(inv, policyv1.PolicyKind+"/"+key), Policy: &view})
+	s.renderWithGraph(w, r, inv, policyv1.PolicyKind+"/"+key, "policy.html",
+		page{Title: key + " · Canopy", Page: "policy", API: "/api/policies/" + key, Refresh: s.refreshMillis(), Policy: &view})
 }
 
-func (s *Server) matrixAPI(w http.ResponseWriter, r *http.Request) {
-	inv, err := s.inventory(r.Context())
+func (s *Server) setPage(w http.ResponseWriter, r *http.Request) {
+	view, inv, err := s.set(r.Context(), r.PathValue("namespace"), r.PathValue("name"))
 	if err != nil {
 		s.fail(w, err)
 		return
 	}
-	writeJSON(w, newMatrixView(report.Build(inv.Policies), time.Now()))
+	key := view.Namespace + "/" + view.Name
+	s.renderWithGraph(w, r, inv, policyv1beta1.PolicySetKind+"/"+key, "policyset.html",
+		page{Title: key + " · PolicySet · Canopy", Page: "set", API: "/api/policysets/" + key, Refresh: s.refreshMillis(), Set: &view})
+}
+
+// renderWithGraph renders the page name with the graph of inv around focus.
+func (s *Server) renderWithGraph(w http.ResponseWriter, r *http.Request, inv report.Inventory, focus, name string, data page) {
+	graph, err := buildGraph(r.Context(), inv, focus)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	data.Graph = graph
+	s.render(w, name, data)
+}
+
+func (s *Server) matrixAPI(w http.ResponseWriter, r *http.Request) {
+	inv, err := s.fleet(r.Context())
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, newMatrix(inv, time.Now()))
 }
 
 func (s *Server) policyAPI(w http.ResponseWriter, r *http.Request) {
@@ -88,6 +117,33 @@ func (s *Server) policyAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, view)
+}
+
+func (s *Server) setAPI(w http.ResponseWriter, r *http.Request) {
+	view, _, err := s.set(r.Context(), r.PathValue("namespace"), r.PathValue("name"))
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	writeJSON(w, view)
+}
+
+// newMatrix is the overview of inv, the hub's roots, sets and replicas.
+func newMatrix(inv report.Inventory, now time.Time) MatrixView {
+	v := newMatrixView(report.Build(inv.Policies), reasonsOf(inv), now)
+	for _, set := range inv.PolicySets {
+		row := SetRow{Namespace: set.Namespace, Name: set.Name, Compliant: set.Status.ComplianceState,
+			StatusMessage: set.Status.StatusMessage, Members: []string{}}
+		for _, m := range set.Spec.Policies {
+			row.Members = append(row.Members, string(m))
+		}
+		v.Sets = append(v.Sets, row)
+	}
+	slices.SortFunc(v.Sets, func(a, b SetRow) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+	})
+	v.Graph = graphState(inv, "")
+	return v
 }
 
 // inventory lists the root policies and the policy sets from the cache.
@@ -109,40 +165,71 @@ func (s *Server) inventory(ctx context.Context) (report.Inventory, error) {
 	return report.Inventory{Policies: roots, PolicySets: sets.Items}, nil
 }
 
-// policy describes one root policy; it also returns the inventory, with
-// the policy's replicas, for the graph.
-func (s *Server) policy(ctx context.Context, namespace, name string) (PolicyView, report.Inventory, error) {
+// fleet is the inventory with every replica, whose template states and
+// reasons the overview shows. Note: uncached, because the hub's cache
+// drops the replicas' details.
+func (s *Server) fleet(ctx context.Context) (report.Inventory, error) {
 	inv, err := s.inventory(ctx)
+	if err != nil {
+		return inv, err
+	}
+	replicas := &policyv1.PolicyList{}
+	if err := s.APIReader.List(ctx, replicas, client.HasLabels{policyv1.RootPolicyLabel}); err != nil {
+		return inv, fmt.Errorf("listing the replicas: %w", err)
+	}
+	inv.Policies = append(slices.Clip(inv.Policies), replicas.Items...)
+	return inv, nil
+}
+
+// policy describes one root policy; it also returns the inventory, with
+// every replica, for the graph.
+func (s *Server) policy(ctx context.Context, namespace, name string) (PolicyView, report.Inventory, error) {
+	inv, err := s.fleet(ctx)
 	if err != nil {
 		return PolicyView{}, inv, err
 	}
-	roots := inv.Policies
-	var root *policyv1.Policy
-	states := map[string]policyv1.ComplianceState{}
-	for i := range roots {
-		states[roots[i].Namespace+"/"+roots[i].Name] = roots[i].Status.ComplianceState
-		if roots[i].Namespace == namespace && roots[i].Name == name {
-			root = &roots[i]
-		}
-	}
-	if root == nil {
+	i := slices.IndexFunc(inv.Policies, func(p policyv1.Policy) bool {
+		_, replica := p.Labels[policyv1.RootPolicyLabel]
+		return !replica && p.Namespace == namespace && p.Name == name
+	})
+	if i < 0 {
 		return PolicyView{}, inv, errNotFound
 	}
-	replicas := &policyv1.PolicyList{}
-	// Note: uncached, because the hub's cache drops the replicas' details.
-	if err := s.APIReader.List(ctx, replicas, client.MatchingLabels{policyv1.RootPolicyLabel: namespace + "." + name}); err != nil {
-		return PolicyView{}, inv, fmt.Errorf("listing the replicas of %s/%s: %w", namespace, name, err)
-	}
-	view := newPolicyView(root, replicas.Items, states, time.Now())
-	inv.Policies = append(slices.Clip(roots), replicas.Items...) // the replicas give the templates' states
+	root := &inv.Policies[i]
+	view := newPolicyView(root, inv.Policies, inv, time.Now())
+	view.Graph = graphState(inv, policyv1.PolicyKind+"/"+namespace+"/"+name)
 	return view, inv, nil
 }
 
-// errNotFound answers 404.
-var errNotFound = apierrors.NewNotFound(policyv1.GroupVersion.WithResource("policies").GroupResource(), "")
+// set describes one PolicySet; it also returns the inventory for the graph.
+func (s *Server) set(ctx context.Context, namespace, name string) (SetView, report.Inventory, error) {
+	inv, err := s.fleet(ctx)
+	if err != nil {
+		return SetView{}, inv, err
+	}
+	i := slices.IndexFunc(inv.PolicySets, func(p policyv1beta1.PolicySet) bool {
+		return p.Namespace == namespace && p.Name == name
+	})
+	if i < 0 {
+		return SetView{}, inv, errSetNotFound
+	}
+	view := newSetView(&inv.PolicySets[i], inv, time.Now())
+	view.Graph = graphState(inv, policyv1beta1.PolicySetKind+"/"+namespace+"/"+name)
+	return view, inv, nil
+}
+
+// errNotFound and errSetNotFound answer 404.
+var (
+	errNotFound    = apierrors.NewNotFound(policyv1.GroupVersion.WithResource("policies").GroupResource(), "")
+	errSetNotFound = apierrors.NewNotFound(policyv1beta1.GroupVersion.WithResource("policysets").GroupResource(), "")
+)
 
 // fail answers an error without its details, which go to the log.
 func (s *Server) fail(w http.ResponseWriter, err error) {
+	if errors.Is(err, errSetNotFound) {
+		http.Error(w, "policy set not found", http.StatusNotFound)
+		return
+	}
 	if apierrors.IsNotFound(err) {
 		http.Error(w, "policy not found", http.StatusNotFound)
 		return

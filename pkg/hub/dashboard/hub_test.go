@@ -14,12 +14,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
 	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/pkg/hub"
@@ -105,11 +108,29 @@ type fleet struct {
 	// placements maps a placement name to its clusters.
 	placements map[string][]string
 	policies   []fleetPolicy
+	// sets maps a PolicySet name to its members; each is bound to the
+	// placement "all".
+	sets map[string][]string
 }
 
+// fleetPolicy is a root policy: its template, or with chain, templates
+// each of which waits (extraDependencies) for the one before, as in
+// examples/ordered-install.
 type fleetPolicy struct {
 	name, placement, template string
+	chain                     []string
 	dependsOn                 string
+	// progressive gives the policy a Progressive rollout strategy, all
+	// clusters at once, so that the hub writes its status.rollout.
+	progressive bool
+}
+
+// templates are the names of p's templates.
+func (p fleetPolicy) templates() []string {
+	if p.chain != nil {
+		return p.chain
+	}
+	return []string{p.template}
 }
 
 const policyNS = "policies"
@@ -124,8 +145,9 @@ func (f fleet) create(t *testing.T, c client.Client) {
 		g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
 	for name, clusters := range f.placements {
+		g.Expect(c.Create(ctx, &clusterv1beta1.Placement{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: policyNS}})).To(Succeed())
 		pd := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: name + "-1", Namespace: policyNS,
-			Labels: map[string]string{clusterv1beta1.PlacementLabel: name}}}
+			Labels: map[string]string{clusterv1beta1.PlacementLabel: name, clusterv1beta1.DecisionGroupIndexLabel: "0"}}}
 		g.Expect(c.Create(ctx, pd)).To(Succeed())
 		for _, cl := range clusters {
 			pd.Status.Decisions = append(pd.Status.Decisions, clusterv1beta1.ClusterDecision{ClusterName: cl})
@@ -140,16 +162,41 @@ func (f fleet) create(t *testing.T, c client.Client) {
 			Subjects:     []policyv1.Subject{{APIGroup: policyv1.GroupName, Kind: policyv1.PolicyKind, Name: p.name}},
 		})).To(Succeed())
 	}
+	for name, members := range f.sets {
+		set := &policyv1beta1.PolicySet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: policyNS}}
+		for _, m := range members {
+			set.Spec.Policies = append(set.Spec.Policies, policyv1.NonEmptyString(m))
+		}
+		g.Expect(c.Create(ctx, set)).To(Succeed())
+		// Note: a set's compliance counts the clusters its own binding selects.
+		g.Expect(c.Create(ctx, &policyv1.PlacementBinding{
+			ObjectMeta:   metav1.ObjectMeta{Name: "set-" + name, Namespace: policyNS},
+			PlacementRef: policyv1.PlacementSubject{APIGroup: clusterv1beta1.GroupName, Kind: "Placement", Name: "all"},
+			Subjects:     []policyv1.Subject{{APIGroup: policyv1.GroupName, Kind: policyv1beta1.PolicySetKind, Name: name}},
+		})).To(Succeed())
+	}
 }
 
 func (p fleetPolicy) object() *policyv1.Policy {
-	def := fmt.Sprintf(`{"apiVersion":"policy.open-cluster-management.io/v1","kind":"ConfigurationPolicy",`+
-		`"metadata":{"name":%q},"spec":{"remediationAction":"inform","object-templates":[]}}`, p.template)
 	policy := &policyv1.Policy{
 		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: policyNS},
-		Spec: policyv1.PolicySpec{RemediationAction: "inform", PolicyTemplates: []policyv1.PolicyTemplate{
-			{ObjectDefinition: runtime.RawExtension{Raw: []byte(def)}},
-		}},
+		Spec:       policyv1.PolicySpec{RemediationAction: "inform"},
+	}
+	for i, name := range p.templates() {
+		def := fmt.Sprintf(`{"apiVersion":"policy.open-cluster-management.io/v1","kind":"ConfigurationPolicy",`+
+			`"metadata":{"name":%q},"spec":{"remediationAction":"inform","object-templates":[]}}`, name)
+		t := policyv1.PolicyTemplate{ObjectDefinition: runtime.RawExtension{Raw: []byte(def)}}
+		if i > 0 {
+			t.ExtraDependencies = []policyv1.PolicyDependency{{
+				TypeMeta: metav1.TypeMeta{APIVersion: policyv1.GroupVersion.String(), Kind: "ConfigurationPolicy"},
+				Name:     p.templates()[i-1], Compliance: policyv1.Compliant,
+			}}
+		}
+		policy.Spec.PolicyTemplates = append(policy.Spec.PolicyTemplates, t)
+	}
+	if p.progressive {
+		policy.Spec.RolloutStrategy = &clusterv1alpha1.RolloutStrategy{Type: clusterv1alpha1.Progressive,
+			Progressive: &clusterv1alpha1.RolloutProgressive{MaxConcurrency: intstr.FromString("100%")}}
 	}
 	if p.dependsOn != "" {
 		policy.Spec.Dependencies = []policyv1.PolicyDependency{{
@@ -161,26 +208,30 @@ func (p fleetPolicy) object() *policyv1.Policy {
 }
 
 // report writes the compliance of policy's replica on cluster, as that
-// cluster's agent would: the replica's status.compliant and its template's
-// details with one history entry carrying message.
+// cluster's agent would: the replica's status.compliant and each
+// template's details with one more history entry carrying message.
 func report(t *testing.T, c client.Client, cluster string, p fleetPolicy, state policyv1.ComplianceState, message string) {
 	t.Helper()
 	replica := &policyv1.Policy{}
 	key := client.ObjectKey{Namespace: cluster, Name: policyNS + "." + p.name}
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(c.Get(t.Context(), key, replica)).To(Succeed())
-		var history []policyv1.ComplianceHistory
-		if len(replica.Status.Details) > 0 {
-			history = replica.Status.Details[0].History
-		}
+		old := replica.Status.Details
 		replica.Status.ComplianceState = state
-		replica.Status.Details = []policyv1.DetailsPerTemplate{{
-			TemplateMeta:    metav1.ObjectMeta{Name: p.template},
-			ComplianceState: state,
-			History: append([]policyv1.ComplianceHistory{{
-				LastTimestamp: metav1.Now(), Message: string(state) + "; " + message, EventName: p.name + "." + cluster,
-			}}, history...),
-		}}
+		replica.Status.Details = nil
+		for i, name := range p.templates() {
+			var history []policyv1.ComplianceHistory
+			if i < len(old) {
+				history = old[i].History
+			}
+			replica.Status.Details = append(replica.Status.Details, policyv1.DetailsPerTemplate{
+				TemplateMeta:    metav1.ObjectMeta{Name: name},
+				ComplianceState: state,
+				History: append([]policyv1.ComplianceHistory{{
+					LastTimestamp: metav1.Now(), Message: string(state) + "; " + message, EventName: p.name + "." + cluster,
+				}}, history...),
+			})
+		}
 		g.Expect(c.Status().Update(t.Context(), replica)).To(Succeed())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 }

@@ -121,6 +121,8 @@ func (s *Server) Handler() (http.Handler, error) {
 	mux.HandleFunc("GET /policies/{namespace}/{name}", s.policyPage)
 	mux.HandleFunc("GET /api/matrix", s.matrixAPI)
 	mux.HandleFunc("GET /api/policies/{namespace}/{name}", s.policyAPI)
+	mux.HandleFunc("GET /policysets/{namespace}/{name}", s.setPage)
+	mux.HandleFunc("GET /api/policysets/{namespace}/{name}", s.setAPI)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	return s.guardHost(securityHeaders(mux)), nil
 }

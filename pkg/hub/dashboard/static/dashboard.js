@@ -20,6 +20,9 @@
   function policyHref(ns, name) {
     return '/policies/' + encodeURIComponent(ns) + '/' + encodeURIComponent(name);
   }
+  function setHref(ns, name) {
+    return '/policysets/' + encodeURIComponent(ns) + '/' + encodeURIComponent(name);
+  }
 
   function renderMatrix(m) {
     var table = document.getElementById('matrix');
@@ -38,11 +41,7 @@
       link.href = policyHref(p.namespace, p.name);
       name.appendChild(link);
       tr.appendChild(name);
-      p.cells.forEach(function (c) {
-        var td = el('td', 'cell ' + (c.placed ? stateClass(c.state) : 'unplaced'), c.placed ? stateText(c.state) : '');
-        td.dataset.cluster = c.cluster;
-        tr.appendChild(td);
-      });
+      p.cells.forEach(function (c) { tr.appendChild(renderCell(c)); });
       tr.appendChild(el('td', 'total compliant', p.totals.compliant));
       tr.appendChild(el('td', 'total noncompliant', p.totals.nonCompliant));
       tr.appendChild(el('td', 'total pending', p.totals.pending));
@@ -59,7 +58,44 @@
     table.tFoot.replaceChildren(foot);
     document.getElementById('matrix-empty').hidden = m.policies.length > 0;
     renderSummary(m);
-    paintGraph(m.policies.map(function (p) { return ['Policy/' + p.namespace + '/' + p.name, p.compliant]; }));
+    renderSets(m.sets || []);
+    paintGraph(m.graph);
+  }
+
+  // renderCell shows one policy on one cluster; a NonCompliant or Pending
+  // cell carries its first reason as a tooltip and as text for screen
+  // readers (visually hidden).
+  function renderCell(c) {
+    var td = el('td', 'cell ' + (c.placed ? stateClass(c.state) : 'unplaced'));
+    td.dataset.cluster = c.cluster;
+    if (!c.placed) { return td; }
+    td.appendChild(el('span', 'state', stateText(c.state)));
+    if (c.reason) {
+      td.title = c.reason;
+      td.appendChild(el('span', 'reason visually-hidden', ': ' + c.reason));
+    }
+    return td;
+  }
+
+  function renderSets(sets) {
+    var table = document.getElementById('sets');
+    if (!table) { return; }
+    table.hidden = sets.length === 0;
+    table.tBodies[0].replaceChildren.apply(table.tBodies[0], sets.map(function (s) {
+      var tr = el('tr');
+      tr.dataset.set = s.namespace + '/' + s.name;
+      var name = el('td');
+      var link = el('a', '', s.namespace + '/' + s.name);
+      link.href = setHref(s.namespace, s.name);
+      name.appendChild(link);
+      tr.appendChild(name);
+      var state = el('td');
+      state.appendChild(badge(s.compliant));
+      tr.appendChild(state);
+      tr.appendChild(el('td', 'members', s.members.join(', ')));
+      tr.appendChild(el('td', 'note', s.statusMessage || ''));
+      return tr;
+    }));
   }
 
   function renderSummary(m) {
@@ -78,15 +114,27 @@
     }));
   }
 
-  // paintGraph recolours the graph's policy nodes with their latest states.
-  function paintGraph(states) {
-    states.forEach(function (s) {
-      document.querySelectorAll('g.node').forEach(function (g) {
-        if (g.dataset.node === s[0]) {
-          g.classList.remove('state-compliant', 'state-noncompliant', 'state-pending', 'state-unknown');
-          g.classList.add(stateClass(s[1]));
-        }
-      });
+  // paintGraph redraws the states of the graph's nodes and whether its
+  // edges are met, as the API's graph says (the server computes both).
+  function paintGraph(graph) {
+    if (!graph) { return; }
+    var nodes = {};
+    document.querySelectorAll('svg#graph g.node').forEach(function (g) { nodes[g.dataset.node] = g; });
+    graph.nodes.forEach(function (n) {
+      var g = nodes[n.id];
+      if (!g) { return; }
+      g.classList.remove('state-compliant', 'state-noncompliant', 'state-pending', 'state-unknown');
+      g.classList.add(stateClass(n.compliant));
+      var title = g.querySelector('title');
+      if (title) { title.textContent = n.label + ': ' + stateText(n.compliant) + (n.reason ? ' (' + n.reason + ')' : ''); }
+    });
+    var edges = {};
+    document.querySelectorAll('svg#graph g.edge').forEach(function (g) { edges[g.dataset.from + ' ' + g.dataset.to] = g; });
+    graph.edges.forEach(function (e) {
+      var g = edges[e.from + ' ' + e.to];
+      if (!g || g.classList.contains('structural')) { return; }
+      g.classList.toggle('met', e.met);
+      g.classList.toggle('unmet', !e.met);
     });
   }
 
@@ -98,16 +146,105 @@
     var cards = p.explanation.clusters.map(renderCluster);
     if (cards.length === 0) { cards = [el('p', 'note', 'Not placed on any cluster.')]; }
     clusters.replaceChildren.apply(clusters, cards);
-    var states = [['Policy/' + p.namespace + '/' + p.name, p.compliant]];
-    p.dependencies.forEach(function (d) {
-      if (d.kind !== 'Policy') { return; }
-      var key = 'Policy/' + d.namespace + '/' + d.name;
-      states.push([key, d.state]);
-      document.querySelectorAll('#dependencies [data-dependency]').forEach(function (cell) {
-        if (cell.dataset.dependency === key) { cell.replaceChildren(badge(d.state)); }
-      });
+    var rows = document.querySelectorAll('#dependencies tbody tr');
+    p.dependencies.forEach(function (d, i) { if (rows[i]) { renderDependencyNow(rows[i].querySelector('td.now'), d); } });
+    renderRollout(document.getElementById('rollout'), p.rollout);
+    paintGraph(p.graph);
+  }
+
+  // renderDependencyNow shows a dependency's current state and, when it is
+  // not met, why, in the words of the policy's cluster cards.
+  function renderDependencyNow(td, d) {
+    if (!td) { return; }
+    var parts = [];
+    if (d.state) { parts.push(badge(d.state)); }
+    if (d.reason) { parts.push(el('span', 'reason', d.reason)); }
+    if (parts.length === 0) { parts.push(el('span', 'note', 'on each cluster')); }
+    td.replaceChildren.apply(td, parts);
+  }
+
+  // renderRollout shows a root policy's status.rollout: its phase and, per
+  // decision group, how many clusters are where.
+  function renderRollout(box, r) {
+    if (!box) { return; }
+    if (!r) { box.replaceChildren(el('p', 'note', 'No rollout strategy.')); return; }
+    var head = el('p', 'rollout-phase');
+    head.appendChild(el('strong', '', (r.type || 'All') + ': ' + (r.phase || 'unknown')));
+    if (r.reason) { head.appendChild(el('span', '', ' (' + r.reason + ')')); }
+    var parts = [head];
+    if (r.message) { parts.push(el('p', 'note', r.message)); }
+    var table = el('table', 'list rollout');
+    var tr = el('tr');
+    ['Placement', 'Group', 'Updated', 'Succeeded', 'Progressing', 'Failed', 'Waiting', 'Clusters'].forEach(function (t) {
+      tr.appendChild(el('th', '', t));
     });
-    paintGraph(states);
+    table.appendChild(el('thead')).appendChild(tr);
+    var tbody = table.appendChild(el('tbody'));
+    (r.groups || []).forEach(function (g) {
+      var row = el('tr');
+      [g.placement, g.groupName || String(g.groupIndex || 0), g.updated || 0, g.succeeded || 0, g.progressing || 0,
+        g.failed || 0, g.waiting || 0].forEach(function (v) { row.appendChild(el('td', '', v)); });
+      row.appendChild(el('td', '', (g.clusters || []).map(function (c) { return c.name + ' ' + c.state; }).join(', ')));
+      tbody.appendChild(row);
+    });
+    parts.push(table);
+    box.replaceChildren.apply(box, parts);
+  }
+
+  // renderSet shows a PolicySet: its members on each cluster, which
+  // member holds the set back where it is not Compliant, and the members'
+  // rollouts.
+  function renderSet(s) {
+    var overall = document.getElementById('overall');
+    overall.className = 'badge ' + stateClass(s.compliant);
+    overall.textContent = stateText(s.compliant);
+    document.getElementById('status-message').textContent = s.statusMessage || '';
+    var table = document.getElementById('members');
+    var head = el('tr');
+    head.appendChild(el('th', 'policy', 'Member'));
+    head.appendChild(el('th', '', 'Overall'));
+    s.clusters.forEach(function (c) { head.appendChild(el('th', 'cluster', c)); });
+    table.tHead.replaceChildren(head);
+    table.tBodies[0].replaceChildren.apply(table.tBodies[0], s.members.map(function (m) {
+      var tr = el('tr');
+      tr.dataset.policy = m.namespace + '/' + m.name;
+      var name = el('td', 'policy');
+      if (m.missing) {
+        name.appendChild(el('span', '', m.namespace + '/' + m.name + ' (not found)'));
+      } else {
+        var link = el('a', '', m.namespace + '/' + m.name);
+        link.href = policyHref(m.namespace, m.name);
+        name.appendChild(link);
+      }
+      tr.appendChild(name);
+      var overallCell = el('td');
+      overallCell.appendChild(badge(m.compliant));
+      tr.appendChild(overallCell);
+      m.cells.forEach(function (c) { tr.appendChild(renderCell(c)); });
+      return tr;
+    }));
+    var held = document.getElementById('held-back');
+    var items = (s.heldBack || []).map(function (h) {
+      var li = el('li');
+      li.dataset.cluster = h.cluster;
+      li.appendChild(el('strong', '', h.cluster + ': '));
+      li.appendChild(el('span', 'member', h.member));
+      li.appendChild(el('span', '', ' ' + stateText(h.compliant) + (h.reason ? ' (' + h.reason + ')' : '')));
+      return li;
+    });
+    if (items.length === 0) { items = [el('li', 'note', 'Nothing: every member is Compliant wherever it is placed.')]; }
+    held.replaceChildren.apply(held, items);
+    var rollouts = document.getElementById('rollouts');
+    rollouts.replaceChildren.apply(rollouts, s.members.filter(function (m) { return m.rollout; }).map(function (m) {
+      var box = el('div', 'member-rollout');
+      box.dataset.policy = m.namespace + '/' + m.name;
+      box.appendChild(el('h3', '', m.namespace + '/' + m.name));
+      var inner = box.appendChild(el('div'));
+      renderRollout(inner, m.rollout);
+      return box;
+    }));
+    if (!rollouts.children.length) { rollouts.replaceChildren(el('p', 'note', 'No member has a rollout strategy.')); }
+    paintGraph(s.graph);
   }
 
   function renderCluster(c) {
@@ -178,7 +315,8 @@
         return r.json();
       })
       .then(function (data) {
-        if (document.getElementById('matrix')) { renderMatrix(data); } else { renderPolicy(data); }
+        var page = body.dataset.page;
+        if (page === 'matrix') { renderMatrix(data); } else if (page === 'set') { renderSet(data); } else { renderPolicy(data); }
         showUpdated(true, 'Last updated ' + new Date(data.updated).toLocaleTimeString());
         document.getElementById('updated').dataset.updated = data.updated;
       })
