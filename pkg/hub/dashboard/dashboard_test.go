@@ -285,6 +285,7 @@ func testBrowser(t *testing.T, c client.Client, base string) {
 		"policies/ordered-install":      row("Compliant", "Compliant", "Compliant", "3 0 0"),
 	}))
 	g.Expect(b.Text("#matrix tfoot")).To(Equal("Total 10 2 3"))
+	g.Expect(b.Text("#summary")).To(ContainSubstring("non-compliant cells"), "the tiles count cells, and say so")
 	g.Expect(b.Text("#updated")).To(HavePrefix("Last updated"))
 	testOverviewGraph(t, b, base)
 	testHoverReason(t, b, base)

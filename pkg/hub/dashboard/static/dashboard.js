@@ -102,9 +102,10 @@
     var summary = document.getElementById('summary');
     var items = [
       [m.policies.length, 'policies', ''], [m.clusters.length, 'clusters', ''],
-      [m.totals.compliant, 'compliant', 'state-compliant'],
-      [m.totals.nonCompliant, 'non-compliant', 'state-noncompliant'],
-      [m.totals.pending, 'pending', 'state-pending']
+      // The states count cells (policy × cluster), not policies: say so.
+      [m.totals.compliant, 'compliant cells', 'state-compliant'],
+      [m.totals.nonCompliant, 'non-compliant cells', 'state-noncompliant'],
+      [m.totals.pending, 'pending cells', 'state-pending']
     ];
     summary.replaceChildren.apply(summary, items.map(function (i) {
       var box = el('div', 'stat ' + i[2]);
