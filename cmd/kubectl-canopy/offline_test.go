@@ -13,12 +13,14 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/pkg/vet"
 )
@@ -142,6 +144,19 @@ func TestPlan(t *testing.T) {
 	g.Expect(after).To(Equal(before), "plan must not write")
 	err = cp.Client.Get(t.Context(), client.ObjectKey{Name: "team-b"}, &corev1.Namespace{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the namespace plan would create does not exist: %v", err)
+
+	// Once the agent keeps a copy of the hub Policy (in its cluster
+	// namespace), the templates are planned there without -n or --cluster.
+	copyOf := &policyv1.Policy{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "cluster1.platform",
+		Labels: map[string]string{policyv1.RootPolicyLabel: "cluster1.platform"}},
+		Spec: policyv1.PolicySpec{PolicyTemplates: []policyv1.PolicyTemplate{}}}
+	g.Expect(cp.Client.Create(t.Context(), copyOf)).To(Succeed())
+	out, err = canopy(t, "--kubeconfig", cp.KubeconfigPath, "plan", "testdata/plan/policies.yaml")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("Policy cluster1/platform > ConfigurationPolicy team-a/app-config:"))
+	out, err = canopy(t, "--kubeconfig", cp.KubeconfigPath, "plan", "-n", "default", "testdata/plan/policies.yaml")
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("Policy cluster1/platform > ConfigurationPolicy default/app-config:"), "-n wins")
 }
 
 // resourceVersions maps every object of every listable kind (but leases

@@ -51,6 +51,10 @@ type planner struct {
 	hub *rest.Config
 	// cluster is the managed cluster hub templates are resolved for.
 	cluster string
+	// findClusterNamespace is true when neither -n nor --cluster was
+	// given: a hub Policy's templates are then planned in the namespace
+	// of its local copy on the managed cluster, when there is one.
+	findClusterNamespace bool
 }
 
 // planOptions are plan's own flags.
@@ -85,7 +89,9 @@ templates is a PROBLEM and is not planned either.
 A policy that names no namespace is planned in -n, else the --cluster
 namespace, else the context's namespace. So are the templates of a Policy on
 the hub (one without the root-policy label): the Policy's own namespace is the
-hub's policy namespace, not the cluster namespace. The templates of a replica
+hub's policy namespace, not the cluster namespace; without -n and --cluster,
+they are planned where the agent keeps that Policy's copy on this cluster (the
+one Policy labelled as its replica), when there is one. The templates of a replica
 Policy (with the root-policy label) are planned in its namespace, the cluster
 namespace.`
 
@@ -160,6 +166,7 @@ func newPlanner(opts *globalOptions, po *planOptions) (*planner, error) {
 	if !explicit && po.cluster != "" {
 		p.namespace = po.cluster
 	}
+	p.findClusterNamespace = !explicit && po.cluster == ""
 	if p.cfg, err = opts.restConfig(); err != nil {
 		return nil, err
 	}
@@ -213,7 +220,7 @@ func (p *planner) planPolicy(ctx context.Context, obj map[string]any) ([]planOf,
 	parent := "Policy " + policy.Namespace + "/" + policy.Name + " > "
 	planned, ns := policy, policy.Namespace
 	if !replica.IsReplica(policy) {
-		ns = p.namespace
+		ns = p.clusterNamespace(ctx, policy)
 		var err error
 		if planned, err = p.resolveHubTemplates(ctx, policy); err != nil {
 			return nil, err
@@ -230,6 +237,24 @@ func (p *planner) planPolicy(ctx context.Context, obj map[string]any) ([]planOf,
 		out = append(out, more...)
 	}
 	return out, errors.Join(errs...)
+}
+
+// clusterNamespace is where the agent keeps hub Policy policy's copy on
+// this managed cluster: the namespace of the local Policy labelled as its
+// replica, when exactly one holds it and neither -n nor --cluster named
+// one; the planner's namespace otherwise. So a hub policy file planned
+// against a managed cluster compares with what its agent wrote, never a
+// difference that only the file's own namespace creates.
+func (p *planner) clusterNamespace(ctx context.Context, policy *policyv1.Policy) string {
+	if !p.findClusterNamespace {
+		return p.namespace
+	}
+	copies := &policyv1.PolicyList{}
+	err := p.client.List(ctx, copies, client.MatchingLabels{policyv1.RootPolicyLabel: replica.Name(policy)})
+	if err != nil || len(copies.Items) != 1 {
+		return p.namespace
+	}
+	return copies.Items[0].Namespace
 }
 
 // resolveHubTemplates returns the replica of root for the planner's
