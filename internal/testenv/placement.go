@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,35 +15,64 @@ import (
 // DecisionReason is the reason of every decision SetPlacementDecisions writes.
 const DecisionReason = "SetByTestenv"
 
+// DecisionGroup is one decision group of a Placement: its name (OCM's
+// decisionStrategy.groupStrategy groupName, "" for the default group) and
+// the clusters it selects.
+type DecisionGroup struct {
+	Name     string
+	Clusters []string
+}
+
 // SetPlacementDecisions makes the hub's decisions for a Placement select
-// exactly clusters, standing in for OCM's placement controller: it creates or
-// updates the PlacementDecision <placement>-decision-1 in namespace, labelled
-// as OCM labels it, with status.decisions listing clusters in order. The
-// Placement itself need not exist; when it does, it owns the decision.
+// exactly clusters, in one unnamed decision group (SetDecisionGroups).
 func (e *Env) SetPlacementDecisions(ctx context.Context, namespace, placement string, clusters ...string) error {
-	c := e.Hub.Client
-	pd := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: placement + "-decision-1", Namespace: namespace}}
+	return e.SetDecisionGroups(ctx, namespace, placement, DecisionGroup{Clusters: clusters})
+}
+
+// SetDecisionGroups makes the hub's decisions for a Placement select the
+// clusters of groups, standing in for OCM's placement controller: group i
+// is the PlacementDecision <placement>-decision-<i+1> in namespace,
+// labelled as OCM labels it (placement, decision-group-index i,
+// decision-group-name), with status.decisions listing its clusters in
+// order. The Placement itself need not exist; when it does, it owns the
+// decisions.
+func (e *Env) SetDecisionGroups(ctx context.Context, namespace, placement string, groups ...DecisionGroup) error {
 	owner := &clusterv1beta1.Placement{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: placement}, owner)
+	err := e.Hub.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: placement}, owner)
 	if client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("getting placement %s/%s: %w", namespace, placement, err)
 	}
+	if err != nil {
+		owner = nil
+	}
+	for i, group := range groups {
+		if err := e.setDecision(ctx, owner, namespace, placement, i, group); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setDecision writes the PlacementDecision of decision group i.
+func (e *Env) setDecision(ctx context.Context, owner *clusterv1beta1.Placement, namespace, placement string, i int, group DecisionGroup) error {
+	c := e.Hub.Client
+	pd := &clusterv1beta1.PlacementDecision{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-decision-%d", placement, i+1), Namespace: namespace}}
 	if _, err := controllerutil.CreateOrUpdate(ctx, c, pd, func() error {
 		if pd.Labels == nil {
 			pd.Labels = map[string]string{}
 		}
 		pd.Labels[clusterv1beta1.PlacementLabel] = placement
-		pd.Labels[clusterv1beta1.DecisionGroupIndexLabel] = "0"
-		pd.Labels[clusterv1beta1.DecisionGroupNameLabel] = ""
-		if apierrors.IsNotFound(err) {
+		pd.Labels[clusterv1beta1.DecisionGroupIndexLabel] = strconv.Itoa(i)
+		pd.Labels[clusterv1beta1.DecisionGroupNameLabel] = group.Name
+		if owner == nil {
 			return nil
 		}
 		return controllerutil.SetControllerReference(owner, pd, c.Scheme())
 	}); err != nil {
 		return fmt.Errorf("writing placement decision %s/%s: %w", namespace, pd.Name, err)
 	}
-	decisions := make([]clusterv1beta1.ClusterDecision, 0, len(clusters))
-	for _, cluster := range clusters {
+	decisions := make([]clusterv1beta1.ClusterDecision, 0, len(group.Clusters))
+	for _, cluster := range group.Clusters {
 		decisions = append(decisions, clusterv1beta1.ClusterDecision{ClusterName: cluster, Reason: DecisionReason})
 	}
 	if slices.Equal(pd.Status.Decisions, decisions) && pd.Status.Decisions != nil {

@@ -67,7 +67,11 @@ func (s *Simulator) AddPackage(ctx context.Context, p Package) error {
 	s.mu.Unlock()
 	catalog := newObject(CatalogSourceGVK, p.CatalogNamespace, p.Catalog)
 	catalog.Object["spec"] = map[string]any{"sourceType": "grpc", "image": "example.com/catalog:latest"}
-	if err := s.Client.Create(ctx, catalog); err != nil && !apierrors.IsAlreadyExists(err) {
+	err := s.Client.Create(ctx, catalog)
+	if apierrors.IsAlreadyExists(err) { // another package of the same catalog
+		err = s.Client.Get(ctx, client.ObjectKeyFromObject(catalog), catalog)
+	}
+	if err != nil {
 		return fmt.Errorf("creating the CatalogSource %s: %w", p.Catalog, err)
 	}
 	catalog.Object["status"] = map[string]any{"connectionState": map[string]any{"lastObservedState": "READY"}}
