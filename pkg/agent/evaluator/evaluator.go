@@ -119,7 +119,7 @@ func (b *Base[T]) Reconcile(ctx context.Context, req ctrl.Request, evaluate func
 		}
 		defer release()
 	}
-	var reader client.Reader = b.ManagedReader
+	reader := client.Reader(b.ManagedReader)
 	if b.ReadCached {
 		reader = b.ManagedClient
 	}
