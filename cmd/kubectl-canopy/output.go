@@ -97,17 +97,24 @@ func rootPolicies(ctx context.Context, c client.Reader, namespace string) ([]pol
 	return roots, nil
 }
 
+// splitName reads "namespace/name", or "name" in the namespace scope (-n,
+// else the kubeconfig context's, else "" for every namespace).
+func (o *globalOptions) splitName(arg string) (namespace, name string, err error) {
+	namespace, name, qualified := strings.Cut(arg, "/")
+	if qualified {
+		return namespace, name, nil
+	}
+	namespace, err = o.namespaceScope()
+	return namespace, arg, err
+}
+
 // findPolicy finds the root policy a command names: "namespace/name", or
 // "name" in the -n namespace (or the kubeconfig context's). Without either,
 // a name found in exactly one namespace is that policy.
 func (o *globalOptions) findPolicy(ctx context.Context, c client.Reader, arg string) (*policyv1.Policy, error) {
-	ns, name, qualified := strings.Cut(arg, "/")
-	if !qualified {
-		var err error
-		name = arg
-		if ns, err = o.namespaceScope(); err != nil {
-			return nil, err
-		}
+	ns, name, err := o.splitName(arg)
+	if err != nil {
+		return nil, err
 	}
 	roots, err := rootPolicies(ctx, c, ns)
 	if err != nil {
@@ -154,13 +161,9 @@ func (o *globalOptions) start(ctx context.Context, arg, output string, formats .
 // findSet finds the PolicySet a command names, as findPolicy finds a
 // policy; it is asked when no policy has that name.
 func (o *globalOptions) findSet(ctx context.Context, c client.Reader, arg string) (*policyv1beta1.PolicySet, error) {
-	ns, name, qualified := strings.Cut(arg, "/")
-	if !qualified {
-		var err error
-		name = arg
-		if ns, err = o.namespaceScope(); err != nil {
-			return nil, err
-		}
+	ns, name, err := o.splitName(arg)
+	if err != nil {
+		return nil, err
 	}
 	list := &policyv1beta1.PolicySetList{}
 	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
