@@ -34,10 +34,8 @@ const DefaultResyncInterval = time.Minute
 var gvk = policyv1.GroupVersion.WithKind(policyv1.CertificatePolicyKind)
 
 // kind is what the evaluators' shared code needs to know of
-// CertificatePolicies: they are read from the cache, as their status holds
-// nothing the next evaluation reads back, and Secrets are polled, not
-// watched.
-var kind = evaluator.Kind[*policyv1.CertificatePolicy]{Name: Name, GVK: gvk, ReadCached: true,
+// CertificatePolicies: Secrets are polled, not watched.
+var kind = evaluator.Kind[*policyv1.CertificatePolicy]{Name: Name, GVK: gvk,
 	New:    func() *policyv1.CertificatePolicy { return &policyv1.CertificatePolicy{} },
 	Status: func(p *policyv1.CertificatePolicy) any { return p.Status }}
 

@@ -46,10 +46,6 @@ type Kind[T Policy[T]] struct {
 	// that re-evaluates a policy when an object it read changes; Reconcile
 	// holds the watcher for the whole evaluation.
 	Watch bool
-	// ReadCached makes Reconcile read the policy through ManagedClient's
-	// cache instead of ManagedReader: for an evaluator whose status holds
-	// nothing the next evaluation reads back.
-	ReadCached bool
 }
 
 // Clients are the clients every evaluator's Reconciler holds, as its
@@ -119,12 +115,11 @@ func (b *Base[T]) Reconcile(ctx context.Context, req ctrl.Request, evaluate func
 		}
 		defer release()
 	}
-	reader := client.Reader(b.ManagedReader)
-	if b.ReadCached {
-		reader = b.ManagedClient
-	}
 	policy := b.New()
-	if err := reader.Get(ctx, req.NamespacedName, policy); err != nil {
+	// Note: from the API server, not the cache, so that each evaluation
+	// compares with the status the last one wrote (a cache a second behind
+	// made a steady CertificatePolicy write its status again).
+	if err := b.ManagedReader.Get(ctx, req.NamespacedName, policy); err != nil {
 		if apierrors.IsNotFound(err) {
 			b.Forget(ctx, req.NamespacedName)
 		}

@@ -111,7 +111,7 @@ func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...cl
 	return errRead
 }
 
-func TestReconcileReadsThroughTheChosenReader(t *testing.T) {
+func TestReconcileReadsThroughManagedReader(t *testing.T) {
 	g := NewWithT(t)
 	b, _ := newBase(t)
 	b.ManagedReader = failingReader{}
@@ -119,11 +119,6 @@ func TestReconcileReadsThroughTheChosenReader(t *testing.T) {
 	_, err := b.Reconcile(t.Context(), ctrl.Request{NamespacedName: key}, evaluate)
 	g.Expect(err).To(MatchError(errRead))
 	g.Expect(*calls).To(BeZero())
-
-	b.ReadCached = true
-	_, err = b.Reconcile(t.Context(), ctrl.Request{NamespacedName: key}, evaluate)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(*calls).To(Equal(1))
 }
 
 func TestSetupNeedsTheClients(t *testing.T) {
