@@ -439,7 +439,9 @@ func testMissingDependency(t *testing.T, b *browser.Browser, base string) {
 	g.Eventually(func() (string, error) {
 		return b.Text("#dependencies td.now")
 	}).WithTimeout(30 * time.Second).Should(Equal("not found"))
-	g.Expect(b.Text(`#clusters article[data-cluster="prod-east"] .unmet`)).To(Equal("Waiting for Policy policies/not-there: not found"))
+	g.Eventually(func() (string, error) { // the cluster's report may come after the hub's view
+		return b.Text(`#clusters article[data-cluster="prod-east"] .unmet`)
+	}).WithTimeout(30 * time.Second).Should(Equal("Waiting for Policy policies/not-there: not found"))
 }
 
 // testSetPage opens the PolicySet's page: its members on each cluster,
