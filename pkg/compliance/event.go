@@ -77,6 +77,16 @@ type EventSource struct {
 	Instance string
 }
 
+// TemplateHashAnnotation is set by templatesync on every template object it
+// writes: a hash of what it wrote, which changes with every change of the
+// template. Evaluators report it as the version they evaluated
+// (RecordOptions.Version).
+const TemplateHashAnnotation = "templatesync.canopy.io/hash"
+
+// TemplateVersionAnnotation, on a compliance event, is the version of the
+// template object the event reports on (RecordOptions.Version).
+const TemplateVersionAnnotation = "compliance.canopy.io/template-version"
+
 // NewEvent builds the compliance event c on parent, at now. related, when
 // not nil, references the template object.
 //

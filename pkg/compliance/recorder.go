@@ -1,6 +1,7 @@
 package compliance
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -57,6 +58,9 @@ type recorded struct {
 	// object is the UID of the template object the event is about: empty
 	// for templatesync's events and for events that name no object.
 	object types.UID
+	// version is the version of the template object the event reports
+	// on (RecordOptions.Version): empty when unknown.
+	version string
 	// event and at are the name and time of the last event written (or,
 	// after a restart, read): empty when unknown. RecordOptions.Visible is
 	// compared with them.
@@ -81,6 +85,13 @@ type RecordOptions struct {
 	// see, and something newer (a stale event, a status written by an older
 	// agent) took the place of the last event.
 	Visible *policyv1.ComplianceHistory
+	// Version is the version of the template object that was evaluated
+	// (its TemplateHashAnnotation): a report on another version than the
+	// last event's is recorded even when it says the same, so that the
+	// hub, rolling a change out, sees the change evaluated. Empty when
+	// unknown; an event of unknown version is not news by version alone,
+	// so that an agent upgraded in place writes nothing new on restart.
+	Version string
 }
 
 // object returns the UID of the template object the event is about.
@@ -104,8 +115,8 @@ func NewRecorder(writer client.Writer, reader client.Reader, src EventSource) *R
 // Record records c on parent when it is news, and reports whether it wrote
 // an event. c is news when it is the template's first event, or the first
 // about the object opts.Related names (a recreated template), when it is a
-// remediation, when its state differs from the last event's, when its
-// message does — except the first message after a remediation in the same
+// remediation, when its state differs from the last event's, when it is
+// about another version of the template object, when its message does — except the first message after a remediation in the same
 // state: that is the fix settling ("was updated" becoming "found as
 // specified"), not a change — or when opts.Visible shows something else,
 // newer than the last event.
@@ -118,6 +129,9 @@ func (r *Recorder) Record(ctx context.Context, parent Parent, c Compliance, opts
 	emit, remember := decide(last, c, opts)
 	if emit {
 		ev := NewEvent(parent, c, r.source, opts.Related, opts.Remediated, r.now())
+		if opts.Version != "" {
+			ev.Annotations = map[string]string{TemplateVersionAnnotation: opts.Version}
+		}
 		if err := r.writer.Create(ctx, ev); err != nil {
 			return false, fmt.Errorf("creating compliance event %s/%s: %w", ev.Namespace, ev.Name, err)
 		}
@@ -152,14 +166,18 @@ func (r *Recorder) Forget(template types.NamespacedName) {
 // decide says whether next is news after last (nil: no event known), and
 // what to remember afterwards (the caller adds the event it writes).
 func decide(last *recorded, next Compliance, opts RecordOptions) (bool, recorded) {
-	now := recorded{Compliance: next, remediated: opts.Remediated, object: opts.object()}
+	now := recorded{Compliance: next, remediated: opts.Remediated, object: opts.object(), version: opts.Version}
 	switch {
 	case last == nil, opts.Remediated, last.State != next.State, now.object != "" && now.object != last.object:
+		return true, now
+	case now.version != "" && last.version != "" && now.version != last.version:
 		return true, now
 	case hidden(last, next, opts.Visible):
 		return true, now
 	case last.Message == next.Message:
-		return false, *last
+		kept := *last
+		kept.version = cmp.Or(now.version, last.version)
+		return false, kept
 	case last.remediated:
 		now.event, now.at = last.event, last.at // the settled message is not written
 		return false, now
@@ -327,6 +345,9 @@ func trimmed(ev *corev1.Event) corev1.Event {
 	out := corev1.Event{Reason: ev.Reason, Message: ev.Message, Action: ev.Action,
 		LastTimestamp: ev.LastTimestamp, EventTime: ev.EventTime}
 	out.Name, out.CreationTimestamp = ev.Name, ev.CreationTimestamp
+	if v := ev.Annotations[TemplateVersionAnnotation]; v != "" {
+		out.Annotations = map[string]string{TemplateVersionAnnotation: v}
+	}
 	if ev.Related != nil {
 		out.Related = &corev1.ObjectReference{UID: ev.Related.UID}
 	}
@@ -360,7 +381,8 @@ func latest(events []corev1.Event, object types.UID) *recorded {
 		return nil
 	}
 	c, _ := Parse(newest)
-	rec := &recorded{Compliance: c, remediated: newest.Action == ActionRemediate, event: newest.Name, at: eventTime(newest)}
+	rec := &recorded{Compliance: c, remediated: newest.Action == ActionRemediate, event: newest.Name, at: eventTime(newest),
+		version: newest.Annotations[TemplateVersionAnnotation]}
 	if newest.Related != nil {
 		rec.object = newest.Related.UID
 	}

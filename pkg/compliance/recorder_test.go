@@ -103,6 +103,49 @@ func TestRecorder(t *testing.T) {
 	}
 }
 
+// TestRecorderVersions records the same compliance on successive versions
+// of a template object: a new version is news, also after a restart (the
+// version is read back from the event), and an event of unknown version (an
+// older agent's) is not news by version alone.
+func TestRecorderVersions(t *testing.T) {
+	g := NewWithT(t)
+	cp := suite.Get(t)
+	ns := controlplane.Namespace(t, cp.Client)
+	policy := newPolicy(t, cp.Client, ns, "parent")
+	parent := ParentFromPolicy(policy)
+	related := &corev1.ObjectReference{Kind: "ConfigurationPolicy", Namespace: ns, Name: "cfg", UID: "cfg-uid"}
+	found := Compliance{Template: types.NamespacedName{Namespace: ns, Name: "cfg"}, State: policyv1.Compliant, Message: "notification - found"}
+	src := EventSource{Component: "canopy-agent", Instance: "test"}
+
+	steps := []struct {
+		version string
+		restart bool
+		want    bool
+	}{
+		{version: "", want: true}, // the first event, of an agent that knew no versions
+		{version: "v1", restart: true, want: false},
+		{version: "v1", want: false},
+		{version: "v2", want: true},
+		{version: "v2", restart: true, want: false},
+		{version: "v3", restart: true, want: true},
+		{version: "", want: false},
+	}
+	r := NewRecorder(cp.Client, cp.Client, src)
+	for i, step := range steps {
+		if step.restart {
+			r = NewRecorder(cp.Client, cp.Client, src)
+		}
+		got, err := r.Record(t.Context(), parent, found, RecordOptions{Related: related, Version: step.version})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(got).To(Equal(step.want), "step %d", i)
+	}
+	var versions []string
+	for _, ev := range eventsOf(t, g, cp.Client, policy) {
+		versions = append(versions, ev.Annotations[TemplateVersionAnnotation])
+	}
+	g.Expect(versions).To(ConsistOf("", "v2", "v3"))
+}
+
 func TestParentOf(t *testing.T) {
 	cp := suite.Get(t)
 	ns := controlplane.Namespace(t, cp.Client)

@@ -32,7 +32,8 @@ func (r *Recorder) RecordTemplate(ctx context.Context, reader client.Reader, tem
 	}
 	related := &corev1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
 		Namespace: template.GetNamespace(), Name: template.GetName(), UID: template.GetUID()}
-	recorded, err := r.Record(ctx, *parent, c, RecordOptions{Related: related, Remediated: remediated})
+	recorded, err := r.Record(ctx, *parent, c, RecordOptions{Related: related, Remediated: remediated,
+		Version: template.GetAnnotations()[TemplateHashAnnotation]})
 	if err != nil {
 		return fmt.Errorf("recording the compliance of %s: %w", klog.KObj(template), err)
 	}

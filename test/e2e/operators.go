@@ -80,7 +80,20 @@ func OperatorsSpec(inputGetter func() OperatorsSpecInput) {
 		}
 		set := rolledOut(ctx, env)
 		Expect(set.Reason).To(Equal(propagator.ReasonRolloutSucceeded), set.Message)
-	}, NodeTimeout(6*time.Minute))
+
+		By("changing op-a's severity, which leaves every cluster's compliance as it was")
+		changeSeverity(ctx, env, "install-op-a", "critical")
+		Eventually(func(g Gomega) {
+			root := &policyv1.Policy{}
+			g.Expect(env.Hub.Client.Get(ctx, client.ObjectKey{Namespace: "policies", Name: "install-op-a"}, root)).To(Succeed())
+			g.Expect(root.Status.Rollout).NotTo(BeNil())
+			g.Expect(root.Status.Rollout.Phase).To(Equal(policyv1.RolloutSucceeded), root.Status.Rollout.Message)
+			for _, cluster := range append([]string{canaryCluster}, productionClusters...) {
+				g.Expect(replicaTemplate(ctx, g, env, cluster, "install-op-a")).To(ContainSubstring(`"severity":"critical"`))
+			}
+		}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(),
+			"the agents report on the changed template although its compliance is unchanged, so the rollout goes on")
+	}, NodeTimeout(8*time.Minute))
 
 	It("stops the rollout when an operator's CSV fails on the canary", func(ctx SpecContext) {
 		sims[canaryCluster].Fail("op-b.v1.0.0", "install strategy failed: deployment op-b-controller is not available")
@@ -205,6 +218,27 @@ func (w *operatorsWatch) replicaAt(cluster, policy string) time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.replica[[2]string{cluster, policy}]
+}
+
+// changeSeverity sets the severity of the first template of the hub policy
+// name.
+func changeSeverity(ctx context.Context, env *testenv.Env, name, severity string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		p := &policyv1.Policy{}
+		g.Expect(env.Hub.Client.Get(ctx, client.ObjectKey{Namespace: "policies", Name: name}, p)).To(Succeed())
+		raw := p.Spec.PolicyTemplates[0].ObjectDefinition.Raw
+		p.Spec.PolicyTemplates[0].ObjectDefinition.Raw = []byte(strings.Replace(string(raw), `"severity":"high"`, `"severity":"`+severity+`"`, 1))
+		g.Expect(env.Hub.Client.Update(ctx, p)).To(Succeed())
+	}).WithContext(ctx).Should(Succeed())
+}
+
+// replicaTemplate is the first template of the replica of name on cluster,
+// as JSON.
+func replicaTemplate(ctx context.Context, g Gomega, env *testenv.Env, cluster, name string) string {
+	p := &policyv1.Policy{}
+	g.Expect(env.Hub.Client.Get(ctx, client.ObjectKey{Namespace: cluster, Name: "policies." + name}, p)).To(Succeed())
+	return string(p.Spec.PolicyTemplates[0].ObjectDefinition.Raw)
 }
 
 // rolledOut returns the PolicySet's RolledOut condition, once it is there.

@@ -7,11 +7,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/canopy-policy/canopy/pkg/compliance"
 )
 
 // Triggers lets through the changes of a policy that call for an
-// evaluation: its spec (generation), deletion, finalizers, labels and
-// owners (which name the parent Policy), and a compliance state emptied by
+// evaluation: its spec (generation), deletion, finalizers, labels, owners
+// (which name the parent Policy), the version templatesync wrote (a
+// template change that leaves the spec as it was is still reported on:
+// compliance.RecordOptions.Version), and a compliance state emptied by
 // someone else (complianceOf reads it). Status updates, the evaluator's own
 // included, do not.
 func Triggers[T Policy[T]](complianceOf func(T) string) predicate.Funcs {
@@ -21,6 +25,7 @@ func Triggers[T Policy[T]](complianceOf func(T) string) predicate.Funcs {
 			!n.GetDeletionTimestamp().Equal(o.GetDeletionTimestamp()) ||
 			!slices.Equal(o.GetFinalizers(), n.GetFinalizers()) ||
 			!maps.Equal(o.GetLabels(), n.GetLabels()) ||
+			o.GetAnnotations()[compliance.TemplateHashAnnotation] != n.GetAnnotations()[compliance.TemplateHashAnnotation] ||
 			!equality.Semantic.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences()) {
 			return true
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/depgraph"
 )
 
@@ -137,7 +138,7 @@ func ownerRef(policy *policyv1.Policy) metav1.OwnerReference {
 // HashAnnotation holds a hash of the object templatesync last wrote, so
 // that a template whose source changed is rewritten even when the change
 // only removes fields.
-const HashAnnotation = "templatesync.canopy.io/hash"
+const HashAnnotation = compliance.TemplateHashAnnotation
 
 // stamp sets HashAnnotation on obj to the hash of obj without it.
 func stamp(obj *unstructured.Unstructured) {

@@ -133,7 +133,7 @@ func TestPlanRollout(t *testing.T) {
 				g.Expect(plan.RecheckAfter).NotTo(BeNil())
 				g.Expect(*plan.RecheckAfter).To(BeNumerically("~", tc.recheckIn, time.Second))
 			}
-			st := plan.Status(sets.New[string]())
+			st := plan.Status(sets.New[string](), nil)
 			g.Expect(st.Phase).To(Equal(tc.phase), st.Message)
 			g.Expect(st.Reason).To(Equal(tc.reason), st.Message)
 			g.Expect(states(st)).To(HaveLen(3))
@@ -157,14 +157,14 @@ func TestRolloutStatusIsSteady(t *testing.T) {
 		Now: planNow,
 	}
 	plan := propagator.PlanRollout(in)
-	first := plan.Status(sets.New[string]())
+	first := plan.Status(sets.New[string](), nil)
 	in.Previous, in.Now = first, planNow.Add(time.Minute)
 	again := propagator.PlanRollout(in)
-	g.Expect(again.Status(sets.New[string]())).To(Equal(first))
+	g.Expect(again.Status(sets.New[string](), nil)).To(Equal(first))
 
 	written := propagator.PlanRollout(in)
 	g.Expect(sets.List(written.ToApply)).To(Equal([]string{"cluster-b", "cluster-c"}))
-	after := written.Status(written.ToApply)
+	after := written.Status(written.ToApply, nil)
 	g.Expect(states(after)).To(HaveKeyWithValue("cluster-c", policyv1.RolloutClusterProgressing))
 	g.Expect(after.Groups[1].Updated).To(BeEquivalentTo(2))
 	g.Expect(after.Groups[1].Clusters[1].UpdateTime.Time).To(Equal(in.Now.Truncate(time.Second)))

@@ -189,6 +189,32 @@ func TestRolloutCountsReportsOnTheCurrentSpec(t *testing.T) {
 	}).Should(Succeed())
 }
 
+// TestRolloutChangeOutsideTemplates: a change that reaches no template
+// object (here the policy's dependencies) is evaluated by no agent again,
+// so a Compliant canary succeeds on it without a new report.
+func TestRolloutChangeOutsideTemplates(t *testing.T) {
+	ns := newNamespace(t)
+	canaryFirst(t, ns, "groups")
+	p := newPolicy(ns, "p")
+	p.Spec.RolloutStrategy = perGroup("")
+	create(t, p, newBinding(ns, "b", "groups", policySubject("p")))
+	expectReplicasOn(t, ns, "p", "cluster-a")
+	report(t, "cluster-a", ns, "p", policyv1.Compliant)
+	expectReplicasOn(t, ns, "p", clusters...)
+	time.Sleep(1100 * time.Millisecond) // Note: so that the report is older than the update
+
+	dep := policyv1.PolicyDependency{Name: "other", Namespace: ns, Compliance: policyv1.Compliant}
+	dep.APIVersion, dep.Kind = policyv1.GroupVersion.String(), "Policy"
+	update(t, p, func(p *policyv1.Policy) { p.Spec.Dependencies = []policyv1.PolicyDependency{dep} })
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		for _, c := range clusters {
+			g.Expect(getReplica(g, t.Context(), c, ns, "p").Spec.Dependencies).To(HaveLen(1), c)
+		}
+		g.Expect(states(rolloutOf(g, t, ns, "p"))).To(HaveKeyWithValue("cluster-a", policyv1.RolloutClusterSucceeded))
+	}).Should(Succeed())
+}
+
 // groupCounts matches a RolloutGroupStatus by name and counts of updated,
 // progressing, succeeded and waiting clusters.
 func groupCounts(name string, updated, progressing, succeeded, waiting int32) OmegaMatcher {

@@ -12,10 +12,12 @@ import (
 )
 
 // Status is the root's status.rollout once the clusters in written got
-// the current spec in this reconcile. Times are kept from the previous
+// the current spec in this reconcile; of them, those in kept got it with
+// their templates as they were (TemplatesUpToDate), so their compliance
+// is already that of the current spec. Times are kept from the previous
 // status while a cluster stays in its state, so that a steady hub, also
 // after a restart, writes nothing.
-func (plan *RolloutPlan) Status(written sets.Set[string]) *policyv1.RolloutStatus {
+func (plan *RolloutPlan) Status(written, kept sets.Set[string]) *policyv1.RolloutStatus {
 	st := &policyv1.RolloutStatus{Phase: policyv1.RolloutSucceeded}
 	if len(plan.in.Placements) > 0 {
 		st.Type = plan.in.Placements[0].Strategy.Type
@@ -24,7 +26,7 @@ func (plan *RolloutPlan) Status(written sets.Set[string]) *policyv1.RolloutStatu
 	for _, g := range plan.groups {
 		gs := policyv1.RolloutGroupStatus{Placement: g.placement, GroupName: g.key.GroupName, GroupIndex: g.key.GroupIndex}
 		for _, name := range g.clusters {
-			c := plan.clusterStatus(name, written.Has(name))
+			c := plan.clusterStatus(name, written.Has(name), kept.Has(name))
 			count(&gs, c.State)
 			count(&totals, c.State)
 			gs.Clusters = append(gs.Clusters, c)
@@ -45,7 +47,7 @@ func (plan *RolloutPlan) Status(written sets.Set[string]) *policyv1.RolloutStatu
 }
 
 // clusterStatus is where one cluster stands after this reconcile's writes.
-func (plan *RolloutPlan) clusterStatus(name string, written bool) policyv1.RolloutClusterStatus {
+func (plan *RolloutPlan) clusterStatus(name string, written, kept bool) policyv1.RolloutClusterStatus {
 	c := plan.in.Clusters[name]
 	if !c.Updated && !written {
 		return policyv1.RolloutClusterStatus{Name: name, State: policyv1.RolloutWaiting}
@@ -53,6 +55,8 @@ func (plan *RolloutPlan) clusterStatus(name string, written bool) policyv1.Rollo
 	prev := plan.previous(name)
 	out := policyv1.RolloutClusterStatus{Name: name, State: policyv1.RolloutClusterProgressing, UpdateTime: timeOr(prev.UpdateTime, plan.in.Now)}
 	switch {
+	case written && kept && c.Compliance == policyv1.Compliant: // Note: no template changed, so no new report comes
+		out.State, out.UpdateTime = policyv1.RolloutClusterSucceeded, timeOr(nil, plan.in.Now)
 	case written: // Note: a replica written now has the status of its previous spec
 		out.UpdateTime = timeOr(nil, plan.in.Now)
 	case plan.succeeded(name):

@@ -188,7 +188,7 @@ func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, p
 		in.Clusters[p.desired.Namespace] = c
 	}
 	plan := PlanRollout(in)
-	written := sets.New[string]()
+	written, kept := sets.New[string](), sets.New[string]()
 	for _, p := range prepared {
 		cluster := p.desired.Namespace
 		if !p.upToDate && plan.Gated.Has(cluster) && !plan.ToApply.Has(cluster) {
@@ -196,9 +196,12 @@ func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, p
 		}
 		if r.writeReplica(ctx, root, p, out) && !p.upToDate {
 			written.Insert(cluster)
+			if p.existing != nil && TemplatesUpToDate(p.desired, p.existing) {
+				kept.Insert(cluster)
+			}
 		}
 	}
-	root.Status.Rollout = plan.Status(written)
+	root.Status.Rollout = plan.Status(written, kept)
 	out.recheck, out.invalidRollout = plan.RecheckAfter, plan.Invalid
 	r.updateSetConditions(ctx, root, gated, out)
 }
