@@ -270,7 +270,9 @@ type HierarchyPolicyStatus struct {
 	// +optional
 	RelatedObjects []policyv1.RelatedObject `json:"relatedObjects,omitempty"`
 
-	// LastEvaluated is when the policy was last evaluated.
+	// LastEvaluated is when an evaluation last changed the status: an
+	// evaluation that finds everything as it was writes nothing, not even
+	// this time.
 	//
 	// +optional
 	LastEvaluated *metav1.Time `json:"lastEvaluated,omitempty"`

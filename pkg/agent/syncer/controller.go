@@ -133,7 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	status := statuspatch.Snapshot(r.ManagedClient, policy, func(p *hierarchyv1alpha1.HierarchyPolicy) any { return p.Status },
-		statuspatch.SkipWhen(onlyTimeChangedOnFailure))
+		statuspatch.SkipWhen(onlyTimeChanged))
 	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
 	if !policy.DeletionTimestamp.IsZero() {
 		// Note: like a ConfigurationPolicy with pruneObjectBehavior None, a
@@ -143,13 +143,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	return r.reconcileNormal(ctx, policy)
 }
 
-// onlyTimeChangedOnFailure tells a failed reconcile whose status differs
-// from orig's in lastEvaluated alone. Note: a failure retried with backoff
-// does not rewrite the status to bump lastEvaluated.
-func onlyTimeChangedOnFailure(orig, policy *hierarchyv1alpha1.HierarchyPolicy, err error) bool {
-	if err == nil {
-		return false
-	}
+// onlyTimeChanged tells a status that differs from orig's in lastEvaluated
+// alone: an evaluation that finds everything as it was writes nothing, so
+// that a restart with nothing changed makes no write, and a failure
+// retried with backoff does not rewrite the status to bump the time.
+func onlyTimeChanged(orig, policy *hierarchyv1alpha1.HierarchyPolicy, _ error) bool {
 	a, b := orig.Status, policy.Status
 	a.LastEvaluated, b.LastEvaluated = nil, nil
 	return equality.Semantic.DeepEqual(a, b)

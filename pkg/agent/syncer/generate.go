@@ -253,7 +253,9 @@ func filterOps(actions []action, keep ...op) []action {
 func dedupe(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	byKey := map[objectKey]*unstructured.Unstructured{}
 	for _, u := range objs {
-		byKey[keyOf(u)] = u
+		if _, dup := byKey[keyOf(u)]; !dup {
+			byKey[keyOf(u)] = u // the first observation wins, as in plan
+		}
 	}
 	return hierarchy.SortedObjects(byKey)
 }

@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +28,11 @@ var skippedResources = map[schema.GroupResource]bool{
 // policies of one name may live in two namespaces), grouped by namespace
 // ("" for cluster-scoped). This is what makes "previously applied, now
 // removed → deleted" work across restarts: the labels are the memory.
+//
+// The objects hold their kind and metadata only (a metadata list reads a
+// tenth of what a full one does): what the planner needs of an object it
+// may delete. A declared object is read whole elsewhere, and the whole
+// copy is the one planned (plan keeps an object's first observation).
 func (r *Reconciler) owned(ctx context.Context, t *tree) (map[string][]*unstructured.Unstructured, error) {
 	gvks, err := r.listableKinds()
 	out := map[string][]*unstructured.Unstructured{}
@@ -34,7 +41,7 @@ func (r *Reconciler) owned(ctx context.Context, t *tree) (map[string][]*unstruct
 		errs = append(errs, err)
 	}
 	for _, gvk := range gvks {
-		list := &unstructured.UnstructuredList{}
+		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		err := r.ManagedReader.List(ctx, list, client.MatchingLabels{hierarchyv1alpha1.PolicyLabel: t.Policy})
 		if err != nil {
@@ -42,13 +49,25 @@ func (r *Reconciler) owned(ctx context.Context, t *tree) (map[string][]*unstruct
 			continue
 		}
 		for i := range list.Items {
-			u := &list.Items[i]
-			if strings.HasPrefix(u.GetAnnotations()[hierarchyv1alpha1.SourceAnnotation], t.Source+",") {
-				out[u.GetNamespace()] = append(out[u.GetNamespace()], u)
+			m := &list.Items[i]
+			if strings.HasPrefix(m.Annotations[hierarchyv1alpha1.SourceAnnotation], t.Source+",") {
+				out[m.Namespace] = append(out[m.Namespace], metadataObject(gvk, m))
 			}
 		}
 	}
 	return out, kerrors.NewAggregate(errs)
+}
+
+// metadataObject is m, of kind gvk, as an object holding its kind and
+// metadata only.
+func metadataObject(gvk schema.GroupVersionKind, m *metav1.PartialObjectMetadata) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	meta, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&m.ObjectMeta)
+	if err == nil {
+		u.Object["metadata"] = meta
+	}
+	u.SetGroupVersionKind(gvk)
+	return u
 }
 
 // listableKinds returns, through discovery, the preferred version of every

@@ -71,8 +71,8 @@ type rules struct {
 func plan(desired, observed []*unstructured.Unstructured, r rules) []action {
 	seen := map[objectKey]*unstructured.Unstructured{}
 	for _, o := range observed {
-		if !hierarchy.IsReserved(o.GetNamespace()) {
-			seen[keyOf(o)] = o
+		if _, dup := seen[keyOf(o)]; !dup && !hierarchy.IsReserved(o.GetNamespace()) {
+			seen[keyOf(o)] = o // Note: the first observation wins: a sweep's metadata-only copy comes last
 		}
 	}
 	var out []action

@@ -12,10 +12,9 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 )
 
-// TestOnlyTimeChangedOnFailure: a failed reconcile whose status only bumps
-// lastEvaluated skips the status patch; a success, or a real change, does
-// not.
-func TestOnlyTimeChangedOnFailure(t *testing.T) {
+// TestOnlyTimeChanged: a reconcile whose status only bumps lastEvaluated
+// skips the status patch, failed or not; a real change does not.
+func TestOnlyTimeChanged(t *testing.T) {
 	g := NewWithT(t)
 	boom := errors.New("boom")
 	orig := &hierarchyv1alpha1.HierarchyPolicy{}
@@ -26,7 +25,8 @@ func TestOnlyTimeChangedOnFailure(t *testing.T) {
 	changed := bumped.DeepCopy()
 	changed.Status.ComplianceState = policyv1.NonCompliant
 
-	g.Expect(onlyTimeChangedOnFailure(orig, bumped, boom)).To(BeTrue())
-	g.Expect(onlyTimeChangedOnFailure(orig, bumped, nil)).To(BeFalse(), "a success writes the time")
-	g.Expect(onlyTimeChangedOnFailure(orig, changed, boom)).To(BeFalse(), "a real change is written")
+	g.Expect(onlyTimeChanged(orig, bumped, boom)).To(BeTrue())
+	g.Expect(onlyTimeChanged(orig, bumped, nil)).To(BeTrue(), "a success that changes nothing writes nothing")
+	g.Expect(onlyTimeChanged(orig, changed, boom)).To(BeFalse(), "a real change is written")
+	g.Expect(onlyTimeChanged(orig, changed, nil)).To(BeFalse(), "a real change is written")
 }
