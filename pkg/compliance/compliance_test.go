@@ -154,6 +154,8 @@ func TestDecide(t *testing.T) {
 			wantRemember: recorded{Compliance: compliant}},
 		{name: "after a remediation, a new state", last: &recorded{Compliance: created, remediated: true}, next: missing,
 			wantEmit: true, wantRemember: recorded{Compliance: missing}},
+		{name: "after a remediation, still NonCompliant with another message", last: &recorded{Compliance: mismatch, remediated: true},
+			next: missing, wantEmit: true, wantRemember: recorded{Compliance: missing}},
 		{name: "same remediation again", last: &recorded{Compliance: created, remediated: true}, next: created,
 			remediated: true, wantEmit: true, wantRemember: recorded{Compliance: created, remediated: true}},
 	}

@@ -116,10 +116,12 @@ func NewRecorder(writer client.Writer, reader client.Reader, src EventSource) *R
 // an event. c is news when it is the template's first event, or the first
 // about the object opts.Related names (a recreated template), when it is a
 // remediation, when its state differs from the last event's, when it is
-// about another version of the template object, when its message does — except the first message after a remediation in the same
-// state: that is the fix settling ("was updated" becoming "found as
-// specified"), not a change — or when opts.Visible shows something else,
-// newer than the last event.
+// about another version of the template object, when its message does —
+// except the first Compliant message after a Compliant remediation: that
+// is the fix settling ("was updated" becoming "found as specified"), not a
+// change; a NonCompliant message after a remediation says what is still
+// wrong, which is news — or when opts.Visible shows something else, newer
+// than the last event.
 func (r *Recorder) Record(ctx context.Context, parent Parent, c Compliance, opts RecordOptions) (bool, error) {
 	key := recordKey{parent: parent.UID, reason: c.Reason()}
 	last, err := r.lastRecorded(ctx, parent, key, opts.object())
@@ -178,7 +180,7 @@ func decide(last *recorded, next Compliance, opts RecordOptions) (bool, recorded
 		kept := *last
 		kept.version = cmp.Or(now.version, last.version)
 		return false, kept
-	case last.remediated:
+	case last.remediated && next.State == policyv1.Compliant:
 		now.event, now.at = last.event, last.at // the settled message is not written
 		return false, now
 	default:
