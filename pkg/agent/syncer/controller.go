@@ -72,6 +72,9 @@ type Reconciler struct {
 	namespaces controller.TypedController[namespaceRequest]
 	now        func() time.Time
 
+	// namespaceLocks serialise the syncs of each namespace (syncNamespace).
+	namespaceLocks namespaceLocks
+
 	// watchMu guards watched, the kinds with a watch.
 	watchMu sync.Mutex
 	watched map[schema.GroupVersionKind]bool

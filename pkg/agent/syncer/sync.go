@@ -43,6 +43,9 @@ func (r *Reconciler) syncCluster(ctx context.Context, t *tree, desired, owned []
 // namespace ns: the Namespace itself first (so that the objects can be
 // created in it), then the declared objects and managedKinds.
 func (r *Reconciler) syncNamespace(ctx context.Context, t *tree, ns string, owned []*unstructured.Unstructured, enforce bool) outcome {
+	if enforce {
+		defer r.namespaceLocks.lock(ns)()
+	}
 	o := outcome{namespace: ns}
 	r2 := rules{policy: t.Policy, holdDeletes: !t.Valid(), strict: map[schema.GroupKind]bool{}}
 	var desired []*unstructured.Unstructured
