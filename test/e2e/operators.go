@@ -83,16 +83,7 @@ func OperatorsSpec(inputGetter func() OperatorsSpecInput) {
 
 		By("changing op-a's severity, which leaves every cluster's compliance as it was")
 		changeSeverity(ctx, env, "install-op-a", "critical")
-		Eventually(func(g Gomega) {
-			root := &policyv1.Policy{}
-			g.Expect(env.Hub.Client.Get(ctx, client.ObjectKey{Namespace: "policies", Name: "install-op-a"}, root)).To(Succeed())
-			g.Expect(root.Status.Rollout).NotTo(BeNil())
-			g.Expect(root.Status.Rollout.Phase).To(Equal(policyv1.RolloutSucceeded), root.Status.Rollout.Message)
-			for _, cluster := range append([]string{canaryCluster}, productionClusters...) {
-				g.Expect(replicaTemplate(ctx, g, env, cluster, "install-op-a")).To(ContainSubstring(`"severity":"critical"`))
-			}
-		}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(),
-			"the agents report on the changed template although its compliance is unchanged, so the rollout goes on")
+		expectRolledOut(ctx, env, "install-op-a", `"severity":"critical"`)
 	}, NodeTimeout(8*time.Minute))
 
 	It("stops the rollout when an operator's CSV fails on the canary", func(ctx SpecContext) {
@@ -231,6 +222,24 @@ func changeSeverity(ctx context.Context, env *testenv.Env, name, severity string
 		p.Spec.PolicyTemplates[0].ObjectDefinition.Raw = []byte(strings.Replace(string(raw), `"severity":"high"`, `"severity":"`+severity+`"`, 1))
 		g.Expect(env.Hub.Client.Update(ctx, p)).To(Succeed())
 	}).WithContext(ctx).Should(Succeed())
+}
+
+// expectRolledOut waits until the rollout of the hub policy name has
+// succeeded with every cluster's replica holding want in its first
+// template: the agents report on a changed template even when its
+// compliance is unchanged, so the rollout goes on well before the
+// example's 10 minute progressDeadline.
+func expectRolledOut(ctx context.Context, env *testenv.Env, name, want string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		root := &policyv1.Policy{}
+		g.Expect(env.Hub.Client.Get(ctx, client.ObjectKey{Namespace: "policies", Name: name}, root)).To(Succeed())
+		g.Expect(root.Status.Rollout).NotTo(BeNil())
+		g.Expect(root.Status.Rollout.Phase).To(Equal(policyv1.RolloutSucceeded), root.Status.Rollout.Message)
+		for _, cluster := range append([]string{canaryCluster}, productionClusters...) {
+			g.Expect(replicaTemplate(ctx, g, env, cluster, name)).To(ContainSubstring(want))
+		}
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 }
 
 // replicaTemplate is the first template of the replica of name on cluster,

@@ -149,10 +149,11 @@ func report(t *testing.T, cluster, ns, name string, state policyv1.ComplianceSta
 	}).Should(Succeed())
 }
 
-// TestRolloutCountsReportsOnTheCurrentSpec: after a change, a canary whose
-// replica is still Compliant (it reported on the previous spec) holds the
-// next group until its agent reports again.
-func TestRolloutCountsReportsOnTheCurrentSpec(t *testing.T) {
+// rolledOutToAll creates policy p rolled out ProgressivePerGroup, canary
+// first, and reports its canary Compliant, so that it reaches every
+// cluster. It returns p's namespace and p.
+func rolledOutToAll(t *testing.T) (string, *policyv1.Policy) {
+	t.Helper()
 	ns := newNamespace(t)
 	canaryFirst(t, ns, "groups")
 	p := newPolicy(ns, "p")
@@ -161,6 +162,14 @@ func TestRolloutCountsReportsOnTheCurrentSpec(t *testing.T) {
 	expectReplicasOn(t, ns, "p", "cluster-a")
 	report(t, "cluster-a", ns, "p", policyv1.Compliant)
 	expectReplicasOn(t, ns, "p", clusters...)
+	return ns, p
+}
+
+// TestRolloutCountsReportsOnTheCurrentSpec: after a change, a canary whose
+// replica is still Compliant (it reported on the previous spec) holds the
+// next group until its agent reports again.
+func TestRolloutCountsReportsOnTheCurrentSpec(t *testing.T) {
+	ns, p := rolledOutToAll(t)
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) {
 		g.Expect(states(rolloutOf(g, t, ns, "p"))).To(HaveKeyWithValue("cluster-a", policyv1.RolloutClusterSucceeded))
@@ -193,14 +202,7 @@ func TestRolloutCountsReportsOnTheCurrentSpec(t *testing.T) {
 // object (here the policy's dependencies) is evaluated by no agent again,
 // so a Compliant canary succeeds on it without a new report.
 func TestRolloutChangeOutsideTemplates(t *testing.T) {
-	ns := newNamespace(t)
-	canaryFirst(t, ns, "groups")
-	p := newPolicy(ns, "p")
-	p.Spec.RolloutStrategy = perGroup("")
-	create(t, p, newBinding(ns, "b", "groups", policySubject("p")))
-	expectReplicasOn(t, ns, "p", "cluster-a")
-	report(t, "cluster-a", ns, "p", policyv1.Compliant)
-	expectReplicasOn(t, ns, "p", clusters...)
+	ns, p := rolledOutToAll(t)
 	time.Sleep(1100 * time.Millisecond) // Note: so that the report is older than the update
 
 	dep := policyv1.PolicyDependency{Name: "other", Namespace: ns, Compliance: policyv1.Compliant}
@@ -227,14 +229,7 @@ func groupCounts(name string, updated, progressing, succeeded, waiting int32) Om
 // canary first while production keeps the previous spec, and production
 // once the canary reports Compliant again.
 func TestRolloutChangeRestartsFromFirstGroup(t *testing.T) {
-	ns := newNamespace(t)
-	canaryFirst(t, ns, "groups")
-	p := newPolicy(ns, "p")
-	p.Spec.RolloutStrategy = perGroup("")
-	create(t, p, newBinding(ns, "b", "groups", policySubject("p")))
-	expectReplicasOn(t, ns, "p", "cluster-a")
-	report(t, "cluster-a", ns, "p", policyv1.Compliant)
-	expectReplicasOn(t, ns, "p", clusters...)
+	ns, p := rolledOutToAll(t)
 	report(t, "cluster-a", ns, "p", policyv1.NonCompliant)
 
 	update(t, p, func(p *policyv1.Policy) {
