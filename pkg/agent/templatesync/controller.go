@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -50,6 +51,11 @@ type Reconciler struct {
 	// MaxConcurrentReconciles is how many Policies are synced at once; zero
 	// means controllerdefaults.TemplateSyncConcurrency.
 	MaxConcurrentReconciles int
+	// PendingGrace is how long a template that has never reported waits
+	// before it reports Pending on dependencies that exist but have no
+	// compliance yet (pendingGrace); zero means DefaultPendingGrace, a
+	// negative value reports at once.
+	PendingGrace time.Duration
 
 	watcher depclient.DynamicWatcher // set by SetupWithManager; long-lived, not per request
 	// watches runs watcher; each query batch holds it, so that the watcher
@@ -58,6 +64,8 @@ type Reconciler struct {
 	cache   client.Reader // the manager's informers (local.go)
 	graphs  graphCache    // long-lived: each Policy's graph node, by generation
 	pruned  sync.Map      // types.NamespacedName → prunedFor
+	grace   pendingGrace
+	now     func() time.Time
 }
 
 // SetupWithManager registers the controller and its dependency watcher
@@ -67,7 +75,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	r.watches, r.watcher, r.cache = watches, watches.Watcher(), mgr.GetCache()
+	r.watches, r.watcher, r.cache, r.now = watches, watches.Watcher(), mgr.GetCache(), time.Now
+	if r.PendingGrace == 0 {
+		r.PendingGrace = DefaultPendingGrace
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &policyv1.Policy{}, dependsOnIndex, dependsOn); err != nil {
 		return fmt.Errorf("indexing policies by dependency: %w", err)
 	}
@@ -107,36 +118,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !policy.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, req.NamespacedName)
 	}
-	return ctrl.Result{}, r.reconcileNormal(ctx, policy)
+	wait, err := r.reconcileNormal(ctx, policy)
+	return ctrl.Result{RequeueAfter: wait}, err
 }
 
-func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Policy) error {
+// reconcileNormal syncs policy's templates; wait, when not zero, is when
+// a template waiting in its Pending grace is to be looked at again.
+func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Policy) (wait time.Duration, _ error) {
 	kinds, err := r.templateKinds(ctx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	siblings := &policyv1.PolicyList{}
 	// Note: the siblings are only read (by the graph cache), so the cache's
 	// objects need no copy; at thousands of policies the copies dominated.
 	if err := r.ManagedClient.List(ctx, siblings, client.InNamespace(policy.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("listing policies in %s: %w", policy.Namespace, err)
+		return 0, fmt.Errorf("listing policies in %s: %w", policy.Namespace, err)
 	}
 	kindSet := kinds.set()
 	plan := Plan(policy, Inputs{TemplateKinds: kindSet, Graph: r.graphs.graph(policy.Namespace, kindSet, siblings.Items)})
 	observed, err := r.observe(ctx, policy, plan)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var errs []error // one broken template must not block the others
 	for _, t := range plan {
-		if err := r.apply(ctx, policy, t, observed); err != nil {
+		left, err := r.apply(ctx, policy, t, observed)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("template %s: %w", t.Name, err))
+		}
+		if left > 0 && (wait == 0 || left < wait) {
+			wait = left
 		}
 	}
 	if err := r.pruneOnce(ctx, policy, plan, kinds); err != nil {
 		errs = append(errs, err)
 	}
-	return kerrors.NewAggregate(errs)
+	return wait, kerrors.NewAggregate(errs)
 }
 
 // pruneOnce prunes policy's stale templates once per spec and set of
@@ -180,34 +198,47 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, key types.NamespacedNa
 	gone := &policyv1.Policy{}
 	gone.Namespace, gone.Name = key.Namespace, key.Name
 	r.pruned.Delete(key)
+	r.grace.forgetPolicy(key)
 	return r.prune(ctx, gone, nil, kinds)
 }
 
-// apply carries out the plan of one template.
-func (r *Reconciler) apply(ctx context.Context, policy *policyv1.Policy, t Template, observed observation) error {
+// apply carries out the plan of one template. wait, when not zero, says
+// that the template waits in its Pending grace that long yet.
+func (r *Reconciler) apply(ctx context.Context, policy *policyv1.Policy, t Template, observed observation) (wait time.Duration, _ error) {
 	switch {
 	case t.Problem != "":
-		return r.record(ctx, policy, t.Name, t.Object, policyv1.NonCompliant, t.Problem)
+		return 0, r.record(ctx, policy, t.Name, t.Object, policyv1.NonCompliant, t.Problem)
 	case t.Cycle != "":
 		if err := r.deleteTemplate(ctx, policy, t.Object); err != nil {
-			return err
+			return 0, err
 		}
-		return r.record(ctx, policy, t.Name, t.Object, policyv1.NonCompliant, t.Cycle)
+		return 0, r.record(ctx, policy, t.Name, t.Object, policyv1.NonCompliant, t.Cycle)
 	}
 	if unmet := Evaluate(t.Deps, observed.deps); len(unmet) > 0 {
-		if err := r.deleteTemplate(ctx, policy, t.Object); err != nil {
-			return err
-		}
-		state := policyv1.Pending
-		if t.IgnorePending {
-			state = policyv1.Compliant
-		}
-		return r.record(ctx, policy, t.Name, t.Object, state, PendingMessage(unmet, t.IgnorePending))
+		return r.applyPending(ctx, policy, t, unmet)
 	}
+	r.grace.forget(policy, t)
 	if t.HubError != "" { // after the dependencies: Pending comes first, as in OCM
-		return r.reportHubError(ctx, policy, t)
+		return 0, r.reportHubError(ctx, policy, t)
 	}
-	return r.write(ctx, policy, t.Object, observed)
+	return 0, r.write(ctx, policy, t.Object, observed)
+}
+
+// applyPending deletes the template of t, whose dependencies unmet are
+// not met, and reports it Pending (Compliant under ignorePending) unless it
+// waits in its grace.
+func (r *Reconciler) applyPending(ctx context.Context, policy *policyv1.Policy, t Template, unmet []Unmet) (time.Duration, error) {
+	if err := r.deleteTemplate(ctx, policy, t.Object); err != nil {
+		return 0, err
+	}
+	if wait := r.grace.left(policy, t, unmet, r.PendingGrace, r.now()); wait > 0 {
+		return wait, nil
+	}
+	state := policyv1.Pending
+	if t.IgnorePending {
+		state = policyv1.Compliant
+	}
+	return 0, r.record(ctx, policy, t.Name, t.Object, state, PendingMessage(unmet, t.IgnorePending))
 }
 
 // record reports the compliance of template (whose desired object is obj,
