@@ -83,8 +83,8 @@ type EventSource struct {
 // (RecordOptions.Version).
 const TemplateHashAnnotation = "templatesync.canopy.io/hash"
 
-// TemplateVersionAnnotation, on a compliance event, is the version of the
-// template object the event reports on (RecordOptions.Version).
+// TemplateVersionAnnotation holds, on a compliance event, the version of
+// the template object the event reports on (RecordOptions.Version).
 const TemplateVersionAnnotation = "compliance.canopy.io/template-version"
 
 // NewEvent builds the compliance event c on parent, at now. related, when

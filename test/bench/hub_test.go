@@ -152,8 +152,8 @@ func (h *hubBench) ceilingReplica(i int) client.Object {
 	return p
 }
 
-// profileDuring writes a CPU profile of p for d, and its goroutines
-// half-way through, when BENCH_PPROF is set.
+// profileDuring writes a CPU profile of p for d, its goroutines half-way
+// through and its heap at the end, when BENCH_PPROF is set.
 func profileDuring(ctx context.Context, tb testing.TB, p *process, d time.Duration, name string) {
 	dir := os.Getenv("BENCH_PPROF")
 	if dir == "" {
@@ -176,6 +176,10 @@ func profileDuring(ctx context.Context, tb testing.TB, p *process, d time.Durati
 			return
 		}
 		tb.Logf("CPU profile of %s written to %s", name, path)
+		heap := filepath.Join(dir, name+"-heap.pprof") // what the process holds at the end of the profile
+		if err := fetchTo(ctx, fmt.Sprintf("http://%s/debug/pprof/heap", p.pprof), heap); err != nil {
+			tb.Logf("profiling %s: %v", name, err)
+		}
 	}()
 }
 
