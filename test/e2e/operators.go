@@ -146,7 +146,7 @@ func applyOperators(ctx context.Context, env *testenv.Env, path, deadline string
 }
 
 // operatorsWatch records, from the hub, when each replica of the example's
-// policies first existed and when each cluster first showed Compliant.
+// policies first existed and when it was first reported Compliant.
 type operatorsWatch struct {
 	mu        sync.Mutex
 	replica   map[[2]string]time.Time
@@ -173,21 +173,23 @@ func (w *operatorsWatch) observe(ctx context.Context, env *testenv.Env) {
 	if env.Hub.Client.List(ctx, list) != nil {
 		return
 	}
-	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, p := range list.Items {
-		if root, ok := p.Labels[policyv1.RootPolicyLabel]; ok {
-			key := [2]string{p.Namespace, strings.TrimPrefix(root, "policies.")}
-			if _, seen := w.replica[key]; !seen {
-				w.replica[key] = p.CreationTimestamp.Time
-			}
+		root, ok := p.Labels[policyv1.RootPolicyLabel]
+		if !ok {
 			continue
 		}
-		for _, s := range p.Status.Status {
-			key := [2]string{s.ClusterName, p.Name}
-			if _, seen := w.compliant[key]; !seen && s.ComplianceState == policyv1.Compliant {
-				w.compliant[key] = now
+		key := [2]string{p.Namespace, strings.TrimPrefix(root, "policies.")}
+		if _, seen := w.replica[key]; !seen {
+			w.replica[key] = p.CreationTimestamp.Time
+		}
+		// Note: the time of the agent's Compliant report, not of this poll:
+		// the rollout reads the replica as soon as the report is there, and
+		// a poll a moment later can fall in the next second.
+		if _, seen := w.compliant[key]; !seen && p.Status.ComplianceState == policyv1.Compliant {
+			if at := propagator.NewestReport(&p); at != nil {
+				w.compliant[key] = at.Time
 			}
 		}
 	}

@@ -110,6 +110,19 @@ func logOnFailure(t *testing.T, env *testenv.Env) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(ocmagents.LogTails(env))
+			if kept, err := keepLogs(env); err == nil {
+				t.Logf("the whole logs are kept in %s", kept)
+			}
 		}
 	})
+}
+
+// keepLogs copies env's logs out of its directory, which is removed when
+// the test ends, so that a failure can be read in full.
+func keepLogs(env *testenv.Env) (string, error) {
+	dir, err := os.MkdirTemp("", "canopy-ocmagents-logs-")
+	if err != nil {
+		return "", err
+	}
+	return dir, os.CopyFS(dir, os.DirFS(filepath.Join(env.Dir, "logs")))
 }

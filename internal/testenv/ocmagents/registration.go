@@ -51,7 +51,7 @@ func StartRegistrationController(ctx context.Context, env *testenv.Env, opts Reg
 	if err := ensureBootstrapIdentity(ctx, env.Hub.Client); err != nil {
 		return err
 	}
-	args := []string{"controller", "--kubeconfig=" + env.Hub.KubeconfigPath, "--disable-leader-election"}
+	args := []string{"controller", "--kubeconfig=" + env.Hub.KubeconfigPath, "--disable-leader-election", "--v=4"}
 	if opts.AutoApprove {
 		args = append(args, "--feature-gates=ManagedClusterAutoApproval=true", "--auto-approved-csr-users="+BootstrapUser)
 	}
