@@ -9,11 +9,16 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -82,11 +87,48 @@ func writeBootstrapKubeconfig(ctx context.Context, env *testenv.Env, cluster str
 	}
 	cfg := rest.AnonymousClientConfig(env.Hub.Config)
 	cfg.BearerToken = tr.Status.Token
+	if err := waitAuthorized(ctx, cfg); err != nil {
+		return "", err
+	}
 	path := filepath.Join(env.Dir, cluster+"-bootstrap.kubeconfig")
 	if err := controlplane.WriteKubeconfig(path, "bootstrap", cfg); err != nil {
 		return "", err
 	}
 	return path, nil
+}
+
+// waitAuthorized waits until the bootstrap identity of cfg may create
+// ManagedClusters and CertificateSigningRequests on the hub.
+//
+// Note: a registration agent whose first request is refused (a token of a
+// ServiceAccount the hub's authenticator has not seen yet, a
+// ClusterRoleBinding its authorizer has not seen yet) takes the refusal as
+// an expired bootstrap: it skips creating its ManagedCluster until its next
+// resync, long after any join would have given up (OCM's
+// ManagedClusterCreatingController). On a loaded machine that happened.
+func waitAuthorized(ctx context.Context, cfg *rest.Config) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	wanted := []authorizationv1.ResourceAttributes{
+		{Verb: "create", Group: clusterv1.GroupName, Resource: "managedclusters"},
+		{Verb: "create", Group: certificatesv1.GroupName, Resource: "certificatesigningrequests"},
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, attrs := range wanted {
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}
+			got, err := kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+			if err != nil || !got.Status.Allowed {
+				return false, nil //nolint:nilerr // refused or not allowed yet: ask again
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the hub to authorize the bootstrap identity: %w", err)
+	}
+	return nil
 }
 
 // renderManifest renders the ocm module's file (a Go template, as OCM's
