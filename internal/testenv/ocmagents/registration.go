@@ -83,7 +83,8 @@ func (k *Klusterlet) HubKubeconfig() string { return filepath.Join(k.HubKubeconf
 // bootstrap kubeconfig holding a token of BootstrapUser; the agent creates
 // the ManagedCluster and a CertificateSigningRequest on the hub. With accept,
 // Join then accepts the cluster as `clusteradm accept` does (see Accept);
-// otherwise the hub must (RegistrationOptions.AutoApprove). The agents log to
+// otherwise the hub must (RegistrationOptions.AutoApprove), and Join creates
+// the ManagedCluster before the agent starts (see preRegister). The agents log to
 // env.Dir/logs/registration-agent-<name>.log and work-agent-<name>.log.
 func Join(ctx context.Context, env *testenv.Env, mc *testenv.ManagedCluster, accept bool) (*Klusterlet, error) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: AgentNamespace}}
@@ -95,6 +96,11 @@ func Join(ctx context.Context, env *testenv.Env, mc *testenv.ManagedCluster, acc
 		return nil, err
 	}
 	k := &Klusterlet{HubKubeconfigDir: filepath.Join(env.Dir, mc.Name+"-hub-kubeconfig")}
+	if !accept { // Note: see preRegister
+		if err := preRegister(ctx, env.Hub.Client, mc.Name); err != nil {
+			return nil, err
+		}
+	}
 	if err := registrationAgent(mc, bootstrap, k.HubKubeconfigDir).start(ctx, env); err != nil {
 		return nil, err
 	}
@@ -175,6 +181,13 @@ func Accept(ctx context.Context, env *testenv.Env, name string) error {
 		return err
 	}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, joinTimeout, true, func(ctx context.Context) (bool, error) {
+		// Note: not before the agent's ManagedCluster exists. An agent whose
+		// certificate is signed leaves its bootstrap phase at once, and a
+		// ManagedCluster it was still creating then is never created
+		// (OCM's ManagedClusterCreatingController is stopped with it).
+		if err := env.Hub.Client.Get(ctx, client.ObjectKey{Name: name}, &clusterv1.ManagedCluster{}); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
 		approved, err := approveCSRs(ctx, kube, name)
 		if err != nil || !approved {
 			return false, err
@@ -215,6 +228,22 @@ func approveCSRs(ctx context.Context, kube kubernetes.Interface, cluster string)
 		}
 	}
 	return found, nil
+}
+
+// preRegister creates the ManagedCluster name on the hub, as a hub
+// administrator who imports a cluster does, before a registration agent
+// that a hub accepts by itself starts. Such a hub signs the agent's
+// certificate within milliseconds, and the agent then leaves its bootstrap
+// phase, stopping the request that was creating its ManagedCluster: on a
+// loaded machine that request had not returned yet, and the cluster never
+// joined. The hub's auto-approval accepts a ManagedCluster made this way
+// like one the agent made.
+func preRegister(ctx context.Context, hub client.Client, name string) error {
+	mc := &clusterv1.ManagedCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := client.IgnoreAlreadyExists(hub.Create(ctx, mc)); err != nil {
+		return fmt.Errorf("creating managed cluster %s: %w", name, err)
+	}
+	return nil
 }
 
 // acceptCluster sets hubAcceptsClient on the ManagedCluster name once it
