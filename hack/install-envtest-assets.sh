@@ -81,5 +81,5 @@ echo "Building ${missing_kube[*]} v$KUBE_VERSION and etcd v$ETCD_VERSION into $d
 [[ ${#missing_kube[@]} == 0 ]] || build_kube
 "$dest/kube-apiserver" --version >&2
 "$dest/kube-controller-manager" --version >&2
-"$dest/etcd" --version | head -1 >&2
+"$dest/etcd" --version >&2
 echo "install-envtest-assets.sh: built in ${SECONDS}s" >&2
