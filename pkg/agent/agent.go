@@ -73,10 +73,12 @@ func (o Options) instance() string {
 }
 
 // ManagerOptions are the options of the managed cluster's manager: Canopy's
-// scheme, and a cache that holds compliance events of the cluster namespace
-// only, where they are written and read. Callers add serving options.
+// scheme, and a cache that holds no managedFields (no controller reads
+// them) and compliance events of the cluster namespace only, where they are
+// written and read. Callers add serving options.
 func ManagerOptions(opts Options) manager.Options {
 	mo := manager.Options{Scheme: scheme.New()}
+	mo.Cache.DefaultTransform = cache.TransformStripManagedFields()
 	mo.Cache.ByObject = map[client.Object]cache.ByObject{
 		&corev1.Event{}: {Namespaces: map[string]cache.Config{opts.ClusterName: {}}},
 	}

@@ -101,6 +101,7 @@ func (s *agentBench) idle(ctx context.Context, b *testing.B) row {
 	case <-time.After(idleWindow):
 	}
 	cpu := (s.agent.cpuSeconds() - cpu0) / since(t0) * 100
+	heapProfile(ctx, b, s.agent, "agent-idle")
 	return row{
 		Stage:   "agent: agent idle",
 		Seconds: idleWindow.Seconds(),

@@ -176,11 +176,21 @@ func profileDuring(ctx context.Context, tb testing.TB, p *process, d time.Durati
 			return
 		}
 		tb.Logf("CPU profile of %s written to %s", name, path)
-		heap := filepath.Join(dir, name+"-heap.pprof") // what the process holds at the end of the profile
-		if err := fetchTo(ctx, fmt.Sprintf("http://%s/debug/pprof/heap", p.pprof), heap); err != nil {
-			tb.Logf("profiling %s: %v", name, err)
-		}
+		heapProfile(ctx, tb, p, name) // what the process holds at the end of the profile
 	}()
+}
+
+// heapProfile writes p's heap profile to <name>-heap.pprof in BENCH_PPROF,
+// when it is set.
+func heapProfile(ctx context.Context, tb testing.TB, p *process, name string) {
+	dir := os.Getenv("BENCH_PPROF")
+	if dir == "" {
+		return
+	}
+	heap := filepath.Join(dir, name+"-heap.pprof")
+	if err := fetchTo(ctx, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", p.pprof), heap); err != nil {
+		tb.Logf("profiling %s: %v", name, err)
+	}
 }
 
 // rootKey names root policy name.

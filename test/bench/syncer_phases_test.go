@@ -8,6 +8,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 )
@@ -69,7 +72,34 @@ func (s *syncerBench) coldStart(ctx context.Context, b *testing.B) row {
 // until the syncer has reconciled everything again.
 func (s *syncerBench) restart(ctx context.Context, b *testing.B) row {
 	b.Helper()
-	return measureRestart(ctx, b, s.agent, s.env.Cluster(syncerCluster).Config, "syncer", syncerResources, syncerController, syncerNamespaceController)
+	cfg := s.env.Cluster(syncerCluster).Config
+	s.logStatusWrites(ctx, b, cfg)
+	return measureRestart(ctx, b, s.agent, cfg, "syncer", syncerResources, syncerController, syncerNamespaceController)
+}
+
+// logStatusWrites logs every HierarchyPolicy status the syncer writes from
+// now on, so that a restart's writes (goal 0) say what changed.
+func (s *syncerBench) logStatusWrites(ctx context.Context, b *testing.B, cfg *rest.Config) {
+	b.Helper()
+	informer, err := dynamicInformer(cfg, hierarchyv1alpha1.GroupVersion.WithResource("hierarchypolicies"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		st, _, _ := unstructured.NestedMap(u.Object, "status")
+		delete(st, "relatedObjects")
+		b.Logf("HierarchyPolicy %s written (resourceVersion %s): status %v", u.GetName(), u.GetResourceVersion(), st)
+	}}); err != nil {
+		b.Fatal(err)
+	}
+	go informer.Run(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		b.Fatal("the HierarchyPolicy watch never synced")
+	}
 }
 
 // writes reads the managed API server's write counters.

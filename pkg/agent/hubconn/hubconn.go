@@ -100,8 +100,11 @@ func (r *Runner) newManager() (manager.Manager, error) {
 		Scheme:  r.Scheme,
 		Logger:  ctrl.Log.WithName("hub"),
 		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{r.ClusterNamespace: {}}},
-		Client:  client.Options{Cache: &client.CacheOptions{Unstructured: false}},
+		Cache: cache.Options{
+			DefaultNamespaces: map[string]cache.Config{r.ClusterNamespace: {}},
+			DefaultTransform:  cache.TransformStripManagedFields(), // no agent controller reads them
+		},
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: false}},
 		Controller: config.Controller{
 			SkipNameValidation: ptr.To(true), // each attempt registers the same controllers again
 			CacheSyncTimeout:   timeout,

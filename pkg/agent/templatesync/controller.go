@@ -101,7 +101,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies)).
 		WatchesRawSource(src).
 		Watches(&policyv1.Policy{}, r.dependencyEvents("Policy", false)).
-		Watches(unstructuredFor(configurationPolicyGVK), r.dependencyEvents(configurationPolicyGVK.Kind, true)).
+		Watches(&policyv1.Policy{}, r.graphs.invalidations()).
+		Watches(&policyv1.ConfigurationPolicy{}, r.dependencyEvents(configurationPolicyGVK.Kind, true)).
 		Complete(r)
 }
 
@@ -129,14 +130,21 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 	if err != nil {
 		return 0, err
 	}
-	siblings := &policyv1.PolicyList{}
-	// Note: the siblings are only read (by the graph cache), so the cache's
-	// objects need no copy; at thousands of policies the copies dominated.
-	if err := r.ManagedClient.List(ctx, siblings, client.InNamespace(policy.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return 0, fmt.Errorf("listing policies in %s: %w", policy.Namespace, err)
-	}
 	kindSet := kinds.set()
-	plan := Plan(policy, Inputs{TemplateKinds: kindSet, Graph: r.graphs.graph(policy.Namespace, kindSet, siblings.Items)})
+	graph, err := r.graphs.graphFor(policy.Namespace, kindSet, func() ([]policyv1.Policy, error) {
+		siblings := &policyv1.PolicyList{}
+		// Note: the siblings are only read (by the graph cache), so the cache's
+		// objects need no copy; at thousands of policies the copies dominated.
+		err := r.ManagedClient.List(ctx, siblings, client.InNamespace(policy.Namespace), client.UnsafeDisableDeepCopy)
+		if err != nil {
+			return nil, fmt.Errorf("listing policies in %s: %w", policy.Namespace, err)
+		}
+		return siblings.Items, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	plan := Plan(policy, Inputs{TemplateKinds: kindSet, Graph: graph})
 	observed, err := r.observe(ctx, policy, plan)
 	if err != nil {
 		return 0, err

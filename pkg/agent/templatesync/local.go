@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -62,20 +63,38 @@ func (r *Reconciler) observeLocal(ctx context.Context, k depgraph.Key) (Observat
 		}
 		state = p.Status.ComplianceState
 	} else {
-		u, err := r.readLocal(ctx, k)
-		if err != nil || u == nil {
-			return Observation{}, err
+		c := &policyv1.ConfigurationPolicy{}
+		if err := r.cache.Get(ctx, key, c); err != nil {
+			return Observation{}, client.IgnoreNotFound(err)
 		}
-		s, _, _ := unstructured.NestedString(u.Object, "status", "compliant")
-		state = policyv1.ComplianceState(s)
+		state = c.Status.ComplianceState
 	}
 	return Observation{Found: true, Compliance: state}, nil
 }
 
-// readLocal reads the object k names from the informers: nil when it does
-// not exist.
+// readLocal reads the ConfigurationPolicy k names from the informers, as
+// unstructured: nil when it does not exist.
+//
+// Note: it reads the typed informer configpolicy evaluates from and
+// converts the one object, rather than keep a second, unstructured informer
+// of every ConfigurationPolicy (a fifth of the agent's heap at 2,000
+// policies: make bench, agent idle heap profile).
 func (r *Reconciler) readLocal(ctx context.Context, k depgraph.Key) (*unstructured.Unstructured, error) {
-	return readObject(ctx, r.cache, k.GroupVersionKind(), types.NamespacedName{Namespace: k.Namespace, Name: k.Name})
+	typed := &policyv1.ConfigurationPolicy{}
+	err := r.cache.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: k.Name}, typed)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("getting %s %s: %w", k.Kind, k.Name, err)
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return nil, fmt.Errorf("converting %s %s: %w", k.Kind, k.Name, err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(k.GroupVersionKind())
+	return u, nil
 }
 
 // readObject reads, through reader, the object of kind gvk named key, as
@@ -193,6 +212,8 @@ func addFirst(q queue, reqs ...reconcile.Request) {
 func complianceOf(obj client.Object) policyv1.ComplianceState {
 	switch o := obj.(type) {
 	case *policyv1.Policy:
+		return o.Status.ComplianceState
+	case *policyv1.ConfigurationPolicy:
 		return o.Status.ComplianceState
 	case *unstructured.Unstructured:
 		s, _, _ := unstructured.NestedString(o.Object, "status", "compliant")
