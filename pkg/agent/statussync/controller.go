@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -43,8 +44,9 @@ type Reconciler struct {
 	// cluster namespace.
 	Namespace string
 
-	templates client.Reader // the manager's cache, for template objects; set by SetupWithManager
-	gone      goneUIDs      // long-lived: template object UIDs found not current
+	templates client.Reader   // the manager's cache, for template objects; set by SetupWithManager
+	scheme    *runtime.Scheme // the manager's; set by SetupWithManager
+	gone      goneUIDs        // long-lived: template object UIDs found not current
 }
 
 // SetupWithManager registers the controller with the managed cluster's
@@ -56,7 +58,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return fmt.Errorf("indexing events: %w", err)
 	}
-	r.templates = mgr.GetCache()
+	r.templates, r.scheme = mgr.GetCache(), mgr.GetScheme()
 	if r.ManagedReader == nil {
 		r.ManagedReader = mgr.GetAPIReader()
 	}

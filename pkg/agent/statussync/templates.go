@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,7 +72,7 @@ func (r *Reconciler) templateObjects(ctx context.Context, policy *policyv1.Polic
 	kinds := templateKinds(policy)
 	objects := map[string]types.UID{}
 	for name, gvk := range kinds {
-		uid, err := readTemplate(ctx, r.templates, policy, gvk, name)
+		uid, err := r.readTemplate(ctx, r.templates, policy, gvk, name)
 		if err != nil {
 			return nil, err
 		}
@@ -84,7 +85,7 @@ func (r *Reconciler) templateObjects(ctx context.Context, policy *policyv1.Polic
 		if !ok {
 			continue // nothing to read: no object of this template can exist
 		}
-		uid, err := readTemplate(ctx, r.ManagedReader, policy, gvk, name)
+		uid, err := r.readTemplate(ctx, r.ManagedReader, policy, gvk, name)
 		if err != nil {
 			return nil, err
 		}
@@ -100,11 +101,10 @@ func (r *Reconciler) templateObjects(ctx context.Context, policy *policyv1.Polic
 // readTemplate returns the UID of the object of template name, of kind gvk,
 // when it exists and is policy's (templatesync labels it so), through
 // reader; empty otherwise, also when the cluster serves no such kind.
-func readTemplate(ctx context.Context, reader client.Reader, policy *policyv1.Policy, gvk schema.GroupVersionKind, name string) (types.UID, error) {
+func (r *Reconciler) readTemplate(ctx context.Context, reader client.Reader, policy *policyv1.Policy, gvk schema.GroupVersionKind, name string) (types.UID, error) {
 	ctx, cancel := context.WithTimeout(ctx, templateReadTimeout)
 	defer cancel()
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
+	obj := r.templateObject(gvk)
 	err := reader.Get(ctx, types.NamespacedName{Namespace: policy.Namespace, Name: name}, obj)
 	switch {
 	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
@@ -115,6 +115,23 @@ func readTemplate(ctx context.Context, reader client.Reader, policy *policyv1.Po
 		return "", nil // another policy's, or nobody's: not this template's object
 	}
 	return obj.GetUID(), nil
+}
+
+// templateObject is an empty object of kind gvk to read a template into:
+// typed when the scheme knows the kind, so that the cache shares the
+// informer its evaluator reads (ConfigurationPolicy, OperatorPolicy,
+// CertificatePolicy), metadata only otherwise. Only the labels and UID are
+// read; an unstructured object would make the cache keep a second, whole
+// copy of every template (make bench: agent heap profile).
+func (r *Reconciler) templateObject(gvk schema.GroupVersionKind) client.Object {
+	if o, err := r.scheme.New(gvk); err == nil {
+		if obj, ok := o.(client.Object); ok {
+			return obj
+		}
+	}
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(gvk)
+	return m
 }
 
 // Contradicted returns the templates of which an event of the Policy with

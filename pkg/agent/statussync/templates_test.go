@@ -178,7 +178,7 @@ func TestLocalCacheLagging(t *testing.T) {
 	create(t, c, p)
 	obj := newTemplate(t, c, ns, "a", "p")
 	api := &countingReader{Reader: c}
-	r := &Reconciler{ManagedClient: c, ManagedReader: api, templates: laggingCache{}}
+	r := &Reconciler{ManagedClient: c, ManagedReader: api, templates: laggingCache{}, scheme: c.Scheme()}
 	reconcile := func() policyv1.PolicyStatus {
 		_, err := r.Reconcile(ctrl.LoggerInto(t.Context(), ctrl.Log), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(p)})
 		g.Expect(err).NotTo(HaveOccurred())
