@@ -4,10 +4,13 @@ package bench
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -77,22 +80,27 @@ func (s *syncerBench) restart(ctx context.Context, b *testing.B) row {
 	return measureRestart(ctx, b, s.agent, cfg, "syncer", syncerResources, syncerController, syncerNamespaceController)
 }
 
-// logStatusWrites logs every HierarchyPolicy status the syncer writes from
-// now on, so that a restart's writes (goal 0) say what changed.
+// logStatusWrites logs what changes in every HierarchyPolicy status the
+// syncer writes from now on, so that a restart's writes (goal 0) say why.
 func (s *syncerBench) logStatusWrites(ctx context.Context, b *testing.B, cfg *rest.Config) {
 	b.Helper()
 	informer, err := dynamicInformer(cfg, hierarchyv1alpha1.GroupVersion.WithResource("hierarchypolicies"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, obj any) {
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(oldObj, obj any) {
+		o, okOld := oldObj.(*unstructured.Unstructured)
 		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
+		if !ok || !okOld {
 			return
 		}
-		st, _, _ := unstructured.NestedMap(u.Object, "status")
-		delete(st, "relatedObjects")
-		b.Logf("HierarchyPolicy %s written (resourceVersion %s): status %v", u.GetName(), u.GetResourceVersion(), st)
+		before, _, _ := unstructured.NestedMap(o.Object, "status")
+		after, _, _ := unstructured.NestedMap(u.Object, "status")
+		for _, k := range slices.Sorted(maps.Keys(after)) {
+			if !equality.Semantic.DeepEqual(before[k], after[k]) {
+				b.Logf("HierarchyPolicy %s status written: %s was %.600v, is %.600v", u.GetName(), k, before[k], after[k])
+			}
+		}
 	}}); err != nil {
 		b.Fatal(err)
 	}

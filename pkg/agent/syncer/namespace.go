@@ -64,9 +64,9 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, req namespaceReques
 	if hierarchy.IsReserved(ns) {
 		return ctrl.Result{}, nil
 	}
-	list := &hierarchyv1alpha1.HierarchyPolicyList{}
-	if err := r.ManagedClient.List(ctx, list); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing hierarchy policies: %w", err)
+	list, err := r.listPolicies(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	var errs []error
 	for i := range list.Items {

@@ -29,4 +29,18 @@ func TestOnlyTimeChanged(t *testing.T) {
 	g.Expect(onlyTimeChanged(orig, bumped, nil)).To(BeTrue(), "a success that changes nothing writes nothing")
 	g.Expect(onlyTimeChanged(orig, changed, boom)).To(BeFalse(), "a real change is written")
 	g.Expect(onlyTimeChanged(orig, changed, nil)).To(BeFalse(), "a real change is written")
+
+	// What the API server would not store differently is no change: a
+	// condition's time below the second, nil or empty lists.
+	withCondition := orig.DeepCopy()
+	withCondition.Status.Conditions = []metav1.Condition{{Type: ConditionInSync, Status: metav1.ConditionTrue,
+		LastTransitionTime: metav1.Time{Time: time.Unix(10, 0)}}}
+	sameSecond := withCondition.DeepCopy()
+	sameSecond.Status.Conditions[0].LastTransitionTime = metav1.Time{Time: time.Unix(10, 500)}
+	sameSecond.Status.LastEvaluated = &metav1.Time{Time: time.Unix(2, 0)}
+	sameSecond.Status.RelatedObjects = []policyv1.RelatedObject{}
+	g.Expect(onlyTimeChanged(withCondition, sameSecond, nil)).To(BeTrue(), "as stored, only lastEvaluated differs")
+	nextSecond := sameSecond.DeepCopy()
+	nextSecond.Status.Conditions[0].LastTransitionTime = metav1.Time{Time: time.Unix(11, 0)}
+	g.Expect(onlyTimeChanged(withCondition, nextSecond, nil)).To(BeFalse(), "a new transition time is written")
 }
