@@ -96,7 +96,14 @@ func (s *syncerBench) logStatusWrites(ctx context.Context, b *testing.B, cfg *re
 		}
 		before, _, _ := unstructured.NestedMap(o.Object, "status")
 		after, _, _ := unstructured.NestedMap(u.Object, "status")
-		for _, k := range slices.Sorted(maps.Keys(after)) {
+		keys := map[string]bool{} // the status's fields before and after
+		for k := range before {
+			keys[k] = true
+		}
+		for k := range after {
+			keys[k] = true
+		}
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			if !equality.Semantic.DeepEqual(before[k], after[k]) {
 				b.Logf("HierarchyPolicy %s status written: %s was %.600v, is %.600v", u.GetName(), k, before[k], after[k])
 			}

@@ -3,7 +3,6 @@ package syncer
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -75,6 +74,8 @@ type Reconciler struct {
 
 	// namespaceLocks serialise the syncs of each namespace (syncNamespace).
 	namespaceLocks namespaceLocks
+	// written is the status last written on each policy.
+	written writtenStatuses
 
 	// watchMu guards watched, the kinds with a watch.
 	watchMu sync.Mutex
@@ -133,11 +134,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.ManagedClient.Get(ctx, req.NamespacedName, policy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Recorder.Forget(req.NamespacedName)
+			r.written.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	status := statuspatch.Snapshot(r.ManagedClient, policy, func(p *hierarchyv1alpha1.HierarchyPolicy) any { return p.Status },
-		statuspatch.SkipWhen(onlyTimeChanged))
+		statuspatch.SkipWhen(func(orig, p *hierarchyv1alpha1.HierarchyPolicy, err error) bool {
+			return onlyTimeChanged(orig, p, err) || r.written.same(p)
+		}),
+		statuspatch.OnPatched(func(_ context.Context, p *hierarchyv1alpha1.HierarchyPolicy) { r.written.record(p) }))
 	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
 	if !policy.DeletionTimestamp.IsZero() {
 		// Note: like a ConfigurationPolicy with pruneObjectBehavior None, a
@@ -154,15 +159,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 //
 // Note: the statuses are compared as the API server stores them (JSON),
 // not as Go values: a value that differs only where JSON does not look (a
-// time's fraction of a second) would write a status that changes nothing
-// but lastEvaluated (make bench: syncer restart, one such write at 3,000
-// namespaces).
+// condition time's fraction of a second) would write a status that
+// changes nothing but lastEvaluated.
 func onlyTimeChanged(orig, policy *hierarchyv1alpha1.HierarchyPolicy, _ error) bool {
-	a, b := orig.Status, policy.Status
-	a.LastEvaluated, b.LastEvaluated = nil, nil
-	ja, errA := json.Marshal(a)
-	jb, errB := json.Marshal(b)
-	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+	a, errA := storedStatus(orig.Status)
+	b, errB := storedStatus(policy.Status)
+	return errA == nil && errB == nil && bytes.Equal(a, b)
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, policy *hierarchyv1alpha1.HierarchyPolicy) (ctrl.Result, error) {

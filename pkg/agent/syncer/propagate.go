@@ -243,7 +243,8 @@ func (r *Reconciler) children(ctx context.Context, ns string) []string {
 	var out []string
 	for _, key := range []string{hierarchyv1alpha1.ParentLabel, hierarchyv1alpha1.TemplateLabel} {
 		list := &corev1.NamespaceList{}
-		if err := r.ManagedClient.List(ctx, list, client.MatchingLabels{key: ns}); err != nil {
+		// Note: names only, so no copies: this runs for every namespace event.
+		if err := r.ManagedClient.List(ctx, list, client.MatchingLabels{key: ns}, client.UnsafeDisableDeepCopy); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Cannot list namespaces", "label", key)
 			continue
 		}

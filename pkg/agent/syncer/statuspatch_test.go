@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
@@ -43,4 +44,34 @@ func TestOnlyTimeChanged(t *testing.T) {
 	nextSecond := sameSecond.DeepCopy()
 	nextSecond.Status.Conditions[0].LastTransitionTime = metav1.Time{Time: time.Unix(11, 0)}
 	g.Expect(onlyTimeChanged(withCondition, nextSecond, nil)).To(BeFalse(), "a new transition time is written")
+}
+
+// TestWrittenStatuses: an evaluation whose status is, but for
+// lastEvaluated, the one the syncer last wrote is not written again, even
+// when the cache still shows an older status; another status, or the same
+// on a policy recreated under the name, is.
+func TestWrittenStatuses(t *testing.T) {
+	g := NewWithT(t)
+	var w writtenStatuses
+	p := &hierarchyv1alpha1.HierarchyPolicy{}
+	p.Namespace, p.Name, p.UID = "ns", "tree", "uid-1"
+	p.Status.ComplianceState = policyv1.Compliant
+	p.Status.LastEvaluated = &metav1.Time{Time: time.Unix(1, 0)}
+	g.Expect(w.same(p)).To(BeFalse(), "nothing written yet")
+
+	w.record(p)
+	next := p.DeepCopy()
+	next.Status.LastEvaluated = &metav1.Time{Time: time.Unix(2, 0)}
+	g.Expect(w.same(next)).To(BeTrue(), "only lastEvaluated differs from what was written")
+
+	changed := next.DeepCopy()
+	changed.Status.ComplianceState = policyv1.NonCompliant
+	g.Expect(w.same(changed)).To(BeFalse())
+
+	recreated := next.DeepCopy()
+	recreated.UID = "uid-2"
+	g.Expect(w.same(recreated)).To(BeFalse(), "another policy of the same name")
+
+	w.forget(types.NamespacedName{Namespace: "ns", Name: "tree"})
+	g.Expect(w.same(next)).To(BeFalse(), "forgotten")
 }
