@@ -3,6 +3,7 @@ package syncer
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -138,10 +139,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.written.restore(policy) // the status as last written, which the cache may not show yet
 	status := statuspatch.Snapshot(r.ManagedClient, policy, func(p *hierarchyv1alpha1.HierarchyPolicy) any { return p.Status },
-		statuspatch.SkipWhen(func(orig, p *hierarchyv1alpha1.HierarchyPolicy, err error) bool {
-			return onlyTimeChanged(orig, p, err) || r.written.same(p)
-		}),
+		statuspatch.SkipWhen(onlyTimeChanged),
 		statuspatch.OnPatched(func(_ context.Context, p *hierarchyv1alpha1.HierarchyPolicy) { r.written.record(p) }))
 	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
 	if !policy.DeletionTimestamp.IsZero() {
@@ -165,6 +165,12 @@ func onlyTimeChanged(orig, policy *hierarchyv1alpha1.HierarchyPolicy, _ error) b
 	a, errA := storedStatus(orig.Status)
 	b, errB := storedStatus(policy.Status)
 	return errA == nil && errB == nil && bytes.Equal(a, b)
+}
+
+// storedStatus is st as the API server stores it, without lastEvaluated.
+func storedStatus(st hierarchyv1alpha1.HierarchyPolicyStatus) ([]byte, error) {
+	st.LastEvaluated = nil
+	return json.Marshal(st)
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, policy *hierarchyv1alpha1.HierarchyPolicy) (ctrl.Result, error) {

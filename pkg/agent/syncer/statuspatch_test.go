@@ -46,32 +46,37 @@ func TestOnlyTimeChanged(t *testing.T) {
 	g.Expect(onlyTimeChanged(withCondition, nextSecond, nil)).To(BeFalse(), "a new transition time is written")
 }
 
-// TestWrittenStatuses: an evaluation whose status is, but for
-// lastEvaluated, the one the syncer last wrote is not written again, even
-// when the cache still shows an older status; another status, or the same
-// on a policy recreated under the name, is.
+// TestWrittenStatuses: a reconcile starts from the status the syncer last
+// wrote on the policy, not from the older one a lagging cache may still
+// show; a policy recreated under the name, or forgotten, starts from the
+// cache's.
 func TestWrittenStatuses(t *testing.T) {
 	g := NewWithT(t)
 	var w writtenStatuses
-	p := &hierarchyv1alpha1.HierarchyPolicy{}
-	p.Namespace, p.Name, p.UID = "ns", "tree", "uid-1"
-	p.Status.ComplianceState = policyv1.Compliant
-	p.Status.LastEvaluated = &metav1.Time{Time: time.Unix(1, 0)}
-	g.Expect(w.same(p)).To(BeFalse(), "nothing written yet")
+	cached := &hierarchyv1alpha1.HierarchyPolicy{}
+	cached.Namespace, cached.Name, cached.UID = "ns", "tree", "uid-1"
+	cached.Status.ComplianceState = policyv1.Compliant
+	read := cached.DeepCopy()
+	w.restore(read)
+	g.Expect(read.Status).To(Equal(cached.Status), "nothing written yet: the cache's")
 
-	w.record(p)
-	next := p.DeepCopy()
-	next.Status.LastEvaluated = &metav1.Time{Time: time.Unix(2, 0)}
-	g.Expect(w.same(next)).To(BeTrue(), "only lastEvaluated differs from what was written")
+	wrote := cached.DeepCopy()
+	wrote.Status.ComplianceState = policyv1.NonCompliant
+	wrote.Status.RelatedObjects = []policyv1.RelatedObject{{Reason: "created"}}
+	w.record(wrote)
+	wrote.Status.RelatedObjects[0].Reason = "changed after the write"
+	read = cached.DeepCopy()
+	w.restore(read)
+	g.Expect(read.Status.ComplianceState).To(Equal(policyv1.NonCompliant), "the cache lags: what was written")
+	g.Expect(read.Status.RelatedObjects).To(HaveExactElements(policyv1.RelatedObject{Reason: "created"}), "a copy, as written")
 
-	changed := next.DeepCopy()
-	changed.Status.ComplianceState = policyv1.NonCompliant
-	g.Expect(w.same(changed)).To(BeFalse())
-
-	recreated := next.DeepCopy()
+	recreated := cached.DeepCopy()
 	recreated.UID = "uid-2"
-	g.Expect(w.same(recreated)).To(BeFalse(), "another policy of the same name")
+	w.restore(recreated)
+	g.Expect(recreated.Status).To(Equal(cached.Status), "another policy of the same name")
 
 	w.forget(types.NamespacedName{Namespace: "ns", Name: "tree"})
-	g.Expect(w.same(next)).To(BeFalse(), "forgotten")
+	read = cached.DeepCopy()
+	w.restore(read)
+	g.Expect(read.Status).To(Equal(cached.Status), "forgotten")
 }

@@ -1,8 +1,6 @@
 package syncer
 
 import (
-	"bytes"
-	"encoding/json"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -11,14 +9,16 @@ import (
 )
 
 // writtenStatuses remembers the status the syncer last wrote on each
-// HierarchyPolicy, as stored and without lastEvaluated. The cache may not
-// hold that write yet when the next reconcile of the policy reads it:
-// compared with the older status the cache still shows, an evaluation
-// that finds everything as it was would write again, changing nothing but
-// lastEvaluated (make bench: syncer restart at 3,000 namespaces).
+// HierarchyPolicy. The cache may not hold that write yet when the next
+// reconcile of the policy reads it, and a status compared with, and patched
+// from, the older one the cache still shows goes wrong both ways: an
+// evaluation that finds everything as it was writes again (make bench:
+// syncer restart at 3,000 namespaces), and one that finds everything as
+// the older status said writes nothing, leaving the newer status (say,
+// objects listed as just created) on the API server.
 //
-// Note: the syncer is the only writer of this status; were another to
-// change it, the syncer's next evaluation that differs writes it again.
+// Note: the syncer is the only writer of this status, so what it last
+// wrote is what the API server holds.
 type writtenStatuses struct {
 	m sync.Map // types.NamespacedName → written
 }
@@ -27,35 +27,24 @@ type writtenStatuses struct {
 // written on (a policy recreated under the same name is another).
 type written struct {
 	uid    types.UID
-	status []byte
+	status *hierarchyv1alpha1.HierarchyPolicyStatus
 }
 
 // record remembers p's status, just written.
 func (w *writtenStatuses) record(p *hierarchyv1alpha1.HierarchyPolicy) {
-	if b, err := storedStatus(p.Status); err == nil {
-		w.m.Store(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, written{uid: p.UID, status: b})
-	}
+	w.m.Store(types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, written{uid: p.UID, status: p.Status.DeepCopy()})
 }
 
-// same reports whether p's status is, but for lastEvaluated, the one last
-// written on p.
-func (w *writtenStatuses) same(p *hierarchyv1alpha1.HierarchyPolicy) bool {
+// restore sets p's status, read from the cache, to the one last written on
+// p, if any.
+func (w *writtenStatuses) restore(p *hierarchyv1alpha1.HierarchyPolicy) {
 	v, ok := w.m.Load(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
-	if !ok {
-		return false
+	if last, isWritten := v.(written); ok && isWritten && last.uid == p.UID {
+		p.Status = *last.status.DeepCopy()
 	}
-	last := v.(written)
-	b, err := storedStatus(p.Status)
-	return err == nil && last.uid == p.UID && bytes.Equal(last.status, b)
 }
 
 // forget drops what was written on the policy key names.
 func (w *writtenStatuses) forget(key types.NamespacedName) {
 	w.m.Delete(key)
-}
-
-// storedStatus is st as the API server stores it, without lastEvaluated.
-func storedStatus(st hierarchyv1alpha1.HierarchyPolicyStatus) ([]byte, error) {
-	st.LastEvaluated = nil
-	return json.Marshal(st)
 }
