@@ -54,6 +54,7 @@ func (s *agentBench) converge(ctx context.Context, b *testing.B) []row {
 	b.Helper()
 	w := s.watch(ctx, b)
 	n := s.chains * chainDepth
+	managedBefore, hubBefore := s.writes(ctx, b)
 	start := time.Now()
 	profileDuring(ctx, b, s.agent, 30*time.Second, "agent-dependencies")
 	if err := createAll(ctx, s.hub, n, seedWorkers, func(i int) client.Object {
@@ -69,6 +70,9 @@ func (s *agentBench) converge(ctx context.Context, b *testing.B) []row {
 	}
 	ms := latencies(s.chains, w.localCompliant, w.evaluated)
 	b.Logf("agent: %d latencies, max %.0f ms", len(ms), percentile(ms, 100))
+	managedAfter, hubAfter := s.writes(ctx, b)
+	managed, hub := managedAfter.minus(managedBefore), hubAfter.minus(hubBefore)
+	b.Logf("agent: writes on the managed cluster %v, on the hub %v", managed, hub)
 	return []row{{
 		Stage:          "agent: all templates evaluated (dependency chains)",
 		Seconds:        w.evaluated.last().Sub(start).Seconds(),
@@ -82,8 +86,31 @@ func (s *agentBench) converge(ctx context.Context, b *testing.B) []row {
 		Stage:          "agent: all replicas Compliant on the hub",
 		Seconds:        w.hubCompliant.last().Sub(start).Seconds(),
 		CeilingSeconds: -1,
-		Extra:          []metric{{Name: "agent peak RSS", Value: s.agent.peakRSS(), Unit: "MiB"}},
+		Extra: []metric{
+			// Note: lease renewals are the agent's heartbeat, not the workload's.
+			{Name: "writes/policy on the managed cluster", Value: (managed.total() - managed["leases"]) / float64(n)},
+			{Name: "on the hub", Value: hub.total(agentHubResources...) / float64(n)},
+			{Name: "agent peak RSS", Value: s.agent.peakRSS(), Unit: "MiB"},
+		},
 	}}
+}
+
+// agentHubResources are what the agent writes on the hub for its policies
+// (the benchmark writes the replicas themselves).
+var agentHubResources = []string{"policies/status", "events"}
+
+// writes reads the write counters of the managed cluster's API server and
+// the hub's.
+func (s *agentBench) writes(ctx context.Context, b *testing.B) (managed, hub writes) {
+	b.Helper()
+	managed, err := countWrites(ctx, s.env.Cluster(agentCluster).Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if hub, err = countWrites(ctx, s.env.Hub.Config); err != nil {
+		b.Fatal(err)
+	}
+	return managed, hub
 }
 
 // idle measures the agent's CPU and memory once everything has converged.

@@ -58,6 +58,21 @@ func queueStates(data []byte) map[string]queueState {
 // least once and its queue has stayed empty, with no new reconcile, for
 // quiet; it returns when the last reconcile was seen.
 func waitSettled(ctx context.Context, p *process, quiet time.Duration, controllers ...string) (time.Time, error) {
+	return waitQuiet(ctx, p, quiet, controllers, settled)
+}
+
+// waitIdle is waitSettled for controllers that may have had nothing to
+// reconcile: their queues empty, with no new reconcile, for quiet.
+func waitIdle(ctx context.Context, p *process, quiet time.Duration, controllers ...string) error {
+	_, err := waitQuiet(ctx, p, quiet, controllers, idle)
+	return err
+}
+
+// waitQuiet waits until ready holds for the named controllers of p and
+// none has reconciled for quiet; it returns when the last reconcile was
+// seen.
+func waitQuiet(ctx context.Context, p *process, quiet time.Duration, controllers []string,
+	ready func(map[string]queueState, []string) bool) (time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, deadline())
 	defer cancel()
 	var last map[string]queueState
@@ -69,7 +84,7 @@ func waitSettled(ctx context.Context, p *process, quiet time.Duration, controlle
 			if !sameReconciles(states, last, controllers) {
 				lastChange, last = time.Now(), states
 			}
-			if settled(states, controllers) && time.Since(lastChange) >= quiet {
+			if ready(states, controllers) && time.Since(lastChange) >= quiet {
 				return lastChange, nil
 			}
 		}
@@ -79,6 +94,15 @@ func waitSettled(ctx context.Context, p *process, quiet time.Duration, controlle
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+func idle(states map[string]queueState, controllers []string) bool {
+	for _, c := range controllers {
+		if states[c].busy != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func sameReconciles(a, b map[string]queueState, controllers []string) bool {
@@ -110,7 +134,7 @@ func measureRestart(ctx context.Context, b *testing.B, p *process, cfg *rest.Con
 	// The stage before ends when its objects exist; the process may still
 	// have work queued (a status that trails them). Nothing changed means
 	// from a settled process: else the restart is charged that work.
-	if _, err := waitSettled(ctx, p, 5*time.Second, controllers...); err != nil {
+	if err := waitIdle(ctx, p, 5*time.Second, controllers...); err != nil {
 		b.Fatal(err)
 	}
 	before, err := countWrites(ctx, cfg)

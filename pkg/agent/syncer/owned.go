@@ -62,6 +62,7 @@ func (r *Reconciler) owned(ctx context.Context, t *tree) (map[string][]*unstruct
 // metadata only.
 func metadataObject(gvk schema.GroupVersionKind, m *metav1.PartialObjectMetadata) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
+	m.ManagedFields = nil // the planner never reads them, and a reconcile holds every owned object at once
 	meta, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&m.ObjectMeta)
 	if err == nil {
 		u.Object["metadata"] = meta

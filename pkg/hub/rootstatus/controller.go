@@ -49,6 +49,9 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller's watches with mgr.
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
+	if err := complianceMetric.collectFrom(mgr, mgr.GetClient()); err != nil {
+		return fmt.Errorf("adding the compliance metric: %w", err)
+	}
 	window := r.CoalesceWindow
 	if window == 0 {
 		window = DefaultCoalesceWindow
@@ -67,7 +70,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	root := &policyv1.Policy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, root); err != nil {
 		if apierrors.IsNotFound(err) {
-			forgetRoot(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("getting policy %s: %w", req.NamespacedName, err)
@@ -86,10 +88,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, root *policyv1.Policy)
 	if err != nil {
 		return err
 	}
-	previous := root.Status.Status
 	root.Status.Status = ClusterStatuses(clusters, compliance)
 	root.Status.ComplianceState = RootCompliance(root.Status.Status)
-	recordCompliance(client.ObjectKeyFromObject(root), previous, root.Status.Status)
 	return nil
 }
 

@@ -20,6 +20,7 @@
 // steady hub makes no writes. The pure cores are in status.go.
 //
 // Metrics: canopy_policy_compliance{namespace,policy,cluster} (0 Compliant,
-// 1 NonCompliant, 2 Pending, -1 unknown) and
+// 1 NonCompliant, 2 Pending, -1 unknown), collected from the roots' status
+// at each scrape, and
 // canopy_rootstatus_reconcile_duration_seconds{controller}.
 package rootstatus
