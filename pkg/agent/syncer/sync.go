@@ -132,8 +132,8 @@ func (r *Reconciler) apply(ctx context.Context, o *outcome, enforce bool) {
 // stubObjects reduces the object of each of o's actions to its kind and
 // name: the status, a dry run and the generators read no more of it once
 // the plan is written. A policy's reconcile keeps the outcomes of every
-// namespace until it writes the status, and the whole objects were most of
-// its memory at 3,000 namespaces (make bench: syncer cold start).
+// namespace until it writes the status: with whole objects it held every
+// declared object of the cluster at once (make bench: syncer cold start).
 func (o *outcome) stubObjects() {
 	for i := range o.actions {
 		if u := o.actions[i].object; u != nil {

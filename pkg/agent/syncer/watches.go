@@ -117,19 +117,6 @@ func (r *Reconciler) policyKeys(scope func(client.Object) string) handler.EventH
 // policiesOf returns the HierarchyPolicies whose tree has namespace ns,
 // which applied obj, which have generators (a namespace's labels or a clone
 // source may have changed), or (for a cluster-scoped obj) which declare
-// listPolicies lists the HierarchyPolicies from the cache, shared, not copied:
-// only read them. A policy declaring thousands of namespaces is large, and
-// each namespace event and namespace reconcile listed it: copying it was
-// two thirds of what the syncer allocated during a cold start of 3,000
-// namespaces, and set its peak memory (make bench: syncer heap profile).
-func (r *Reconciler) listPolicies(ctx context.Context) (*hierarchyv1alpha1.HierarchyPolicyList, error) {
-	list := &hierarchyv1alpha1.HierarchyPolicyList{}
-	if err := r.ManagedClient.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing hierarchy policies: %w", err)
-	}
-	return list, nil
-}
-
 // clusterResources.
 func (r *Reconciler) policiesOf(ctx context.Context, ns string, obj client.Object) []reconcile.Request {
 	list, err := r.listPolicies(ctx)
@@ -243,4 +230,17 @@ func (r *Reconciler) addPropagated(ctx context.Context, q workqueue.TypedRateLim
 			q.Add(namespaceRequest{Name: ns.Name})
 		}
 	}
+}
+
+// listPolicies lists the HierarchyPolicies from the cache, shared, not copied:
+// only read them. A policy declaring thousands of namespaces is large, and
+// each namespace event and namespace reconcile listed it: copying it was
+// two thirds of what the syncer allocated during a cold start of 3,000
+// namespaces, and set its peak memory (make bench: syncer heap profile).
+func (r *Reconciler) listPolicies(ctx context.Context) (*hierarchyv1alpha1.HierarchyPolicyList, error) {
+	list := &hierarchyv1alpha1.HierarchyPolicyList{}
+	if err := r.ManagedClient.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing hierarchy policies: %w", err)
+	}
+	return list, nil
 }

@@ -215,9 +215,6 @@ func complianceOf(obj client.Object) policyv1.ComplianceState {
 		return o.Status.ComplianceState
 	case *policyv1.ConfigurationPolicy:
 		return o.Status.ComplianceState
-	case *unstructured.Unstructured:
-		s, _, _ := unstructured.NestedString(o.Object, "status", "compliant")
-		return policyv1.ComplianceState(s)
 	}
 	return ""
 }

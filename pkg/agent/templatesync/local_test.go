@@ -49,6 +49,9 @@ func TestNotStatusOnly(t *testing.T) {
 	if complianceOf(base) == complianceOf(status) {
 		t.Error("the compliance change was not seen")
 	}
+	if got := complianceOf(&policyv1.ConfigurationPolicy{Status: policyv1.ConfigurationPolicyStatus{ComplianceState: policyv1.Compliant}}); got != policyv1.Compliant {
+		t.Errorf("complianceOf(ConfigurationPolicy) = %q", got)
+	}
 	for name, change := range map[string]func(p *policyv1.Policy){
 		"generation":  func(p *policyv1.Policy) { p.Generation++ },
 		"labels":      func(p *policyv1.Policy) { p.Labels["a"] = "c" },

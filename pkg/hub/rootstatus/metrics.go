@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/pkg/replica"
 )
 
 // Values of canopy_policy_compliance.
@@ -27,7 +28,8 @@ const (
 
 var (
 	// complianceDesc describes canopy_policy_compliance, the compliance of
-	// each root policy on each selected cluster, which compliance collects.
+	// each root policy on each selected cluster, which complianceMetric
+	// collects.
 	complianceDesc = prometheus.NewDesc("canopy_policy_compliance",
 		"Compliance of a root policy's replica on a managed cluster: 0 Compliant, 1 NonCompliant, 2 Pending, -1 unknown.",
 		[]string{"namespace", "policy", "cluster"}, nil)
@@ -73,6 +75,15 @@ func (c *complianceCollector) collectFrom(mgr manager.Manager, reader client.Rea
 	}))
 }
 
+// notReplica selects root policies: those without replica.IsReplica's label.
+var notReplica = func() labels.Requirement {
+	r, err := labels.NewRequirement(policyv1.RootPolicyLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err) // a constant key: never
+	}
+	return *r
+}()
+
 // Describe implements prometheus.Collector.
 func (c *complianceCollector) Describe(ch chan<- *prometheus.Desc) { ch <- complianceDesc }
 
@@ -84,16 +95,14 @@ func (c *complianceCollector) Collect(ch chan<- prometheus.Metric) {
 	readers := slices.Collect(maps.Keys(c.readers))
 	c.mu.Unlock()
 	seen := sets.New[string]()
+	roots := client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(notReplica)}
 	for _, reader := range readers {
 		list := &policyv1.PolicyList{}
-		if err := (*reader).List(context.Background(), list, client.UnsafeDisableDeepCopy); err != nil {
+		if err := (*reader).List(context.Background(), list, roots, client.UnsafeDisableDeepCopy); err != nil {
 			continue // a cache not started yet
 		}
 		for i := range list.Items {
 			root := &list.Items[i]
-			if replica.IsReplica(root) {
-				continue
-			}
 			for _, s := range root.Status.Status {
 				if key := root.Namespace + "/" + root.Name + "/" + s.ClusterName; !seen.Has(key) {
 					seen.Insert(key)
