@@ -38,8 +38,8 @@ func (w *writtenStatuses) record(p *hierarchyv1alpha1.HierarchyPolicy) {
 // restore sets p's status, read from the cache, to the one last written on
 // p, if any.
 func (w *writtenStatuses) restore(p *hierarchyv1alpha1.HierarchyPolicy) {
-	v, ok := w.m.Load(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
-	if last, isWritten := v.(written); ok && isWritten && last.uid == p.UID {
+	v, _ := w.m.Load(types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+	if last, ok := v.(written); ok && last.uid == p.UID {
 		p.Status = *last.status.DeepCopy()
 	}
 }
