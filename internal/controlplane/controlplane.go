@@ -96,6 +96,41 @@ func Start(ctx context.Context, name string) (*ControlPlane, error) {
 // kubeconfig where opts says. On error nothing is left running.
 func StartIn(ctx context.Context, name string, opts Options) (*ControlPlane, error) {
 	dir := filepath.Join(opts.StateDir, name)
+	objs, err := loadManifests()
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for attempt := 1; ; attempt++ {
+		cp, err := startAttempt(ctx, name, dir, opts, objs)
+		if err == nil {
+			return cp, nil
+		}
+		errs = append(errs, fmt.Errorf("starting control plane %s (attempt %d): %w", name, attempt, err))
+		if !errors.Is(err, errStartFailed) || attempt == startAttempts || ctx.Err() != nil {
+			return nil, errors.Join(errs...)
+		}
+	}
+}
+
+// startAttempts bounds the starts of a control plane whose processes fail
+// to start. envtest picks their ports by listening on a free one and closing
+// it, so under load another process can take a port before etcd or
+// kube-apiserver binds it (and envtest's own retries reuse the ports): a new
+// attempt starts afresh, with new ports and empty state.
+const startAttempts = 3
+
+// errStartFailed marks a start that failed once etcd and kube-apiserver
+// were launched, which a new attempt may not repeat.
+var errStartFailed = errors.New("control plane failed to start")
+
+// startAttempt starts the control plane name once, in dir, cleared first.
+// On error it stops what it started, and an error of the start itself
+// (errStartFailed) carries the end of etcd's and kube-apiserver's output.
+func startAttempt(ctx context.Context, name, dir string, opts Options, objs *manifests) (*ControlPlane, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
 	for _, sub := range []string{"bin", "certs", "etcd"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, err
@@ -105,10 +140,9 @@ func StartIn(ctx context.Context, name string, opts Options) (*ControlPlane, err
 	if err != nil {
 		return nil, err
 	}
-	objs, err := loadManifests()
-	if err != nil {
-		return nil, err
-	}
+	output := &tailBuffer{max: 4 << 10}
+	env.ControlPlane.Etcd.Out, env.ControlPlane.Etcd.Err = output, output
+	env.ControlPlane.APIServer.Out, env.ControlPlane.APIServer.Err = output, output
 	env.CRDs = objs.crds
 	cp := &ControlPlane{Name: name, KubeconfigPath: opts.KubeconfigPath, env: env, cleanup: dir}
 	if opts.AuditLog {
@@ -118,7 +152,8 @@ func StartIn(ctx context.Context, name string, opts Options) (*ControlPlane, err
 	}
 	Track(cp, cp.Stop)
 	if err := cp.start(ctx, objs); err != nil {
-		return nil, errors.Join(fmt.Errorf("starting control plane %s: %w", name, err), cp.Stop())
+		err = fmt.Errorf("%w: %w; the end of etcd's and kube-apiserver's output:\n%s", errStartFailed, err, output)
+		return nil, errors.Join(err, cp.Stop())
 	}
 	return cp, nil
 }
@@ -291,4 +326,28 @@ func startTimeout() time.Duration {
 func Sweep() {
 	sweepOrphans()
 	sweepTempDirs()
+}
+
+// tailBuffer keeps the last max bytes written to it; it is safe for
+// concurrent use (etcd and kube-apiserver write to one).
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
 }

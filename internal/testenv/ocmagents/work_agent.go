@@ -100,6 +100,14 @@ func workAgent(mc *testenv.ManagedCluster, hubKubeconfig string) process {
 			"--namespace=" + AddonNamespace, // for its events on mc
 			"--disable-leader-election",
 			"--status-sync-interval=1s", // status is what tests wait on
+			// Note: a ManifestWork deleted before the agent's cache holds the
+			// AppliedManifestWork it has just created loses its finalizer
+			// without its resources being deleted (OCM v1.2.0: the finalizer
+			// finds no AppliedManifestWork to delete). The agent then evicts
+			// the orphaned AppliedManifestWork, and deletes what it applied,
+			// only after this grace period (60 minutes by default). Tests
+			// delete ManifestWorks within milliseconds of their apply.
+			"--appliedmanifestwork-eviction-grace-period=15s",
 			"--hub-kube-api-qps=100", "--hub-kube-api-burst=200",
 			"--kube-api-qps=100", "--kube-api-burst=200",
 		},

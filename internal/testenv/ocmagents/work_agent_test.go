@@ -65,9 +65,9 @@ func TestWorkAgent(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 
 	g.Expect(hub.Delete(ctx, work)).To(Succeed())
-	// Note: in one loaded `go test ./...` run the agent had not removed the
-	// ConfigMap after 30 s (and logged nothing about it at its default
-	// verbosity); the cause is not known yet, so the wait is generous.
+	// Note: when the agent's cache did not hold its AppliedManifestWork yet,
+	// the ConfigMap goes only once the eviction grace period of the
+	// orphaned AppliedManifestWork has passed (see workAgent).
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(managed.Get(ctx, client.ObjectKeyFromObject(cm), got))
 	}).WithTimeout(90 * time.Second).Should(BeTrue())
