@@ -131,16 +131,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 		return 0, err
 	}
 	kindSet := kinds.set()
-	graph, err := r.graphs.graphFor(policy.Namespace, kindSet, func() ([]policyv1.Policy, error) {
-		siblings := &policyv1.PolicyList{}
-		// Note: the siblings are only read (by the graph cache), so the cache's
-		// objects need no copy; at thousands of policies the copies dominated.
-		err := r.ManagedClient.List(ctx, siblings, client.InNamespace(policy.Namespace), client.UnsafeDisableDeepCopy)
-		if err != nil {
-			return nil, fmt.Errorf("listing policies in %s: %w", policy.Namespace, err)
-		}
-		return siblings.Items, nil
-	})
+	graph, err := r.graphs.graphFor(policy.Namespace, kindSet, r.policiesIn(ctx, policy.Namespace))
 	if err != nil {
 		return 0, err
 	}
@@ -163,6 +154,32 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 		errs = append(errs, err)
 	}
 	return wait, kerrors.NewAggregate(errs)
+}
+
+// policiesIn reads the Policies of namespace from the cache for the graph
+// cache, which only reads them: at thousands of policies the copies
+// dominated.
+func (r *Reconciler) policiesIn(ctx context.Context, namespace string) policySource {
+	return policySource{
+		list: func() ([]policyv1.Policy, error) {
+			siblings := &policyv1.PolicyList{}
+			if err := r.ManagedClient.List(ctx, siblings, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+				return nil, fmt.Errorf("listing policies in %s: %w", namespace, err)
+			}
+			return siblings.Items, nil
+		},
+		get: func(name string) (*policyv1.Policy, error) {
+			p := &policyv1.Policy{}
+			err := r.ManagedClient.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, p, client.UnsafeDisableDeepCopy)
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			if err != nil {
+				return nil, fmt.Errorf("getting policy %s/%s: %w", namespace, name, err)
+			}
+			return p, nil
+		},
+	}
 }
 
 // pruneOnce prunes policy's stale templates once per spec and set of

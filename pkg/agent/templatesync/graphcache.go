@@ -2,6 +2,7 @@ package templatesync
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 
@@ -14,123 +15,229 @@ import (
 	"github.com/canopy-policy/canopy/pkg/depgraph"
 )
 
-// graphCache remembers each Policy's node of the dependency graph for the
-// generation and template kinds it was computed from, and each namespace's
-// last graph. Every reconcile needs the graph of the whole namespace (to
-// find cycles), and computing a node decodes every template of the Policy:
-// without the nodes one reconcile costs O(policies) decodes, and a
-// namespace of n policies O(n²) (make bench: dependency latency at 2,000
-// policies). Without the last graph, each reconcile listed and linked the
-// namespace's Policies again: a graph per busy worker was most of the
-// agent's heap at 2,000 policies (make bench: agent heap profile).
+// graphCache keeps each namespace's dependency graph up to date one Policy
+// at a time. Every reconcile needs the graph of the whole namespace (to
+// find cycles), and computing a Policy's node decodes all its templates:
+// built from every Policy on each reconcile, a namespace of n policies
+// costs O(n²) decodes (make bench: dependency latency at 2,000 policies);
+// built again whenever a Policy appeared, a fifth of the agent's CPU went to
+// listing and linking the namespace's Policies during a burst of new ones,
+// under one lock that every reconcile waits for (make bench: agent CPU
+// profile).
 type graphCache struct {
-	mu    sync.Mutex
-	nodes map[types.UID]cachedNode
-	// versions counts, per namespace, the Policies that appeared, went or
-	// changed their spec (invalidate).
-	versions map[string]uint64
-	// built is each namespace's last graph and what it was built from.
-	built map[string]builtGraph
+	mu         sync.Mutex
+	namespaces map[string]*namespaceGraph
 }
 
-// cachedNode is a depgraph.PolicyNode and what it was computed from.
+// policySource reads the Policies of one namespace: all of them, or one by
+// name (nil when it does not exist).
+type policySource struct {
+	list func() ([]policyv1.Policy, error)
+	get  func(name string) (*policyv1.Policy, error)
+}
+
+// namespaceGraph is one namespace's graph, the Policy nodes it is built
+// from, and the Policies that changed since.
+type namespaceGraph struct {
+	// kinds is the kindsKey of the template kinds the nodes are computed for.
+	kinds string
+	// nodes are the namespace's Policies' nodes, by Policy name.
+	nodes map[string]cachedNode
+	// sources are, for each node of graph, the Policies whose templates
+	// give it its edges, sorted.
+	sources map[depgraph.Node][]string
+	// graph is shared by every reconcile that asked for it: it is never
+	// changed, only replaced.
+	graph depgraph.Graph
+	// dirty are the Policies that appeared, went or changed their spec
+	// since graph was built.
+	dirty map[string]bool
+}
+
+// cachedNode is a Policy's depgraph.PolicyNode and what it was computed from.
 type cachedNode struct {
-	namespace  string
+	uid        types.UID
 	generation int64
-	kinds      string
 	node       depgraph.PolicyNode
-}
-
-// builtGraph is a namespace's graph, the version of its Policies and the
-// template kinds it was built from. It is shared by every reconcile: only
-// read it.
-type builtGraph struct {
-	version uint64
-	kinds   string
-	graph   depgraph.Graph
 }
 
 // graphFor returns the dependency graph of namespace for kinds: the last
 // one when no Policy of namespace has appeared, gone or changed its spec
-// since (invalidate), else one built from the Policies list returns. The
-// graph is shared: only read it.
+// since (see invalidations), one with the changed Policies' nodes replaced
+// (read with src.get) otherwise, or one built from src.list the first time
+// and when kinds change. The graph is shared: only read it.
 //
-// Note: an informer calls its handlers after it has stored the change, so a
-// list that follows the read of a version sees every change of that
-// version, and a change it misses bumps the version for the next call.
-func (c *graphCache) graphFor(namespace string, kinds map[schema.GroupKind]bool, list func() ([]policyv1.Policy, error)) (depgraph.Graph, error) {
+// Note: an informer calls its handlers after it has stored the change, so
+// a read that follows the handler sees the change, and a read that saw a
+// change whose handler has not run yet reads it once more later.
+func (c *graphCache) graphFor(namespace string, kinds map[schema.GroupKind]bool, src policySource) (depgraph.Graph, error) {
 	key := kindsKey(kinds)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	version := c.versions[namespace]
-	if b, ok := c.built[namespace]; ok && b.version == version && b.kinds == key {
-		return b.graph, nil
+	ns := c.namespaces[namespace]
+	if ns == nil || ns.kinds != key {
+		policies, err := src.list()
+		if err != nil {
+			return nil, err
+		}
+		if c.namespaces == nil {
+			c.namespaces = map[string]*namespaceGraph{}
+		}
+		c.namespaces[namespace] = newNamespaceGraph(namespace, kinds, key, policies)
+		return c.namespaces[namespace].graph, nil
 	}
-	policies, err := list()
-	if err != nil {
-		return nil, err
+	if len(ns.dirty) > 0 {
+		if err := ns.update(namespace, kinds, src.get); err != nil {
+			return nil, err
+		}
 	}
-	g := c.graphLocked(namespace, kinds, key, policies)
-	if c.built == nil {
-		c.built = map[string]builtGraph{}
-	}
-	c.built[namespace] = builtGraph{version: version, kinds: key, graph: g}
-	return g, nil
+	return ns.graph, nil
 }
 
-// invalidate records that a Policy of namespace appeared, went or changed
-// its spec.
-func (c *graphCache) invalidate(namespace string) {
+// changed records that Policy name of namespace appeared, went or changed
+// its spec. A namespace without a graph yet lists its Policies when asked.
+func (c *graphCache) changed(namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.versions == nil {
-		c.versions = map[string]uint64{}
+	if ns := c.namespaces[namespace]; ns != nil {
+		ns.dirty[name] = true
 	}
-	c.versions[namespace]++
 }
 
 // invalidations is the Policy event handler that keeps graphFor current: it
 // enqueues nothing.
 func (c *graphCache) invalidations() handler.EventHandler {
 	return handler.Funcs{
-		CreateFunc: func(_ context.Context, e event.CreateEvent, _ queue) { c.invalidate(e.Object.GetNamespace()) },
-		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ queue) { c.invalidate(e.Object.GetNamespace()) },
+		CreateFunc: func(_ context.Context, e event.CreateEvent, _ queue) {
+			c.changed(e.Object.GetNamespace(), e.Object.GetName())
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ queue) {
+			c.changed(e.Object.GetNamespace(), e.Object.GetName())
+		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ queue) {
 			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || e.ObjectOld.GetUID() != e.ObjectNew.GetUID() {
-				c.invalidate(e.ObjectNew.GetNamespace())
+				c.changed(e.ObjectNew.GetNamespace(), e.ObjectNew.GetName())
 			}
 		},
 	}
 }
 
-// graphLocked returns depgraph.GraphFor(namespace, kinds, policies),
-// computing only the nodes of Policies that are new or changed since the
-// last call, and forgetting the Policies of namespace that are gone. key is
-// the kindsKey of kinds; c.mu is held.
-func (c *graphCache) graphLocked(namespace string, kinds map[schema.GroupKind]bool, key string, policies []policyv1.Policy) depgraph.Graph {
+// newNamespaceGraph returns the graph of policies, all in namespace, for
+// kinds (key is their kindsKey).
+func newNamespaceGraph(namespace string, kinds map[schema.GroupKind]bool, key string, policies []policyv1.Policy) *namespaceGraph {
+	ns := &namespaceGraph{kinds: key, nodes: map[string]cachedNode{}, sources: map[depgraph.Node][]string{}, dirty: map[string]bool{}}
 	nodes := make([]depgraph.PolicyNode, 0, len(policies))
-	seen := make(map[types.UID]bool, len(policies))
-	if c.nodes == nil {
-		c.nodes = map[types.UID]cachedNode{}
-	}
 	for i := range policies {
 		p := &policies[i]
-		cached, ok := c.nodes[p.UID]
-		if !ok || p.UID == "" || cached.generation != p.Generation || cached.kinds != key {
-			cached = cachedNode{namespace: namespace, generation: p.Generation, kinds: key, node: depgraph.PolicyNodeOf(namespace, kinds, p)}
-			if p.UID != "" {
-				c.nodes[p.UID] = cached
-			}
-		}
-		seen[p.UID] = true
+		cached := cachedNode{uid: p.UID, generation: p.Generation, node: depgraph.PolicyNodeOf(namespace, kinds, p)}
+		ns.nodes[p.Name] = cached
 		nodes = append(nodes, cached.node)
-	}
-	for uid, cached := range c.nodes {
-		if cached.namespace == namespace && !seen[uid] {
-			delete(c.nodes, uid)
+		for _, n := range nodesOf(cached.node) {
+			ns.sources[n] = insertSorted(ns.sources[n], p.Name)
 		}
 	}
-	return depgraph.BuildGraph(nodes)
+	ns.graph = depgraph.BuildGraph(nodes)
+	return ns
+}
+
+// update replaces the nodes of the dirty Policies, read with get, and the
+// edges of the graph's nodes they give edges to. On error nothing changes.
+func (ns *namespaceGraph) update(namespace string, kinds map[schema.GroupKind]bool, get func(string) (*policyv1.Policy, error)) error {
+	current := make(map[string]*cachedNode, len(ns.dirty))
+	for name := range ns.dirty {
+		p, err := get(name)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			current[name] = nil
+			continue
+		}
+		cached, ok := ns.nodes[name]
+		if !ok || cached.uid != p.UID || cached.generation != p.Generation {
+			cached = cachedNode{uid: p.UID, generation: p.Generation, node: depgraph.PolicyNodeOf(namespace, kinds, p)}
+		}
+		current[name] = &cached
+	}
+	affected := map[depgraph.Node]bool{}
+	for name, cached := range current {
+		if old, ok := ns.nodes[name]; ok {
+			for _, n := range nodesOf(old.node) {
+				ns.sources[n] = removeSorted(ns.sources[n], name)
+				affected[n] = true
+			}
+			delete(ns.nodes, name)
+		}
+		if cached == nil {
+			continue
+		}
+		ns.nodes[name] = *cached
+		for _, n := range nodesOf(cached.node) {
+			ns.sources[n] = insertSorted(ns.sources[n], name)
+			affected[n] = true
+		}
+	}
+	next := maps.Clone(ns.graph)
+	for n := range affected {
+		sources := ns.sources[n]
+		if len(sources) == 0 {
+			delete(ns.sources, n)
+			delete(next, n)
+			continue
+		}
+		var edges []depgraph.Node
+		for _, name := range sources {
+			edges = append(edges, edgesOf(ns.nodes[name].node, n)...)
+		}
+		next[n] = edges
+	}
+	ns.graph, ns.dirty = next, map[string]bool{}
+	return nil
+}
+
+// nodesOf are the nodes of the graph that Policy p gives edges to (as
+// depgraph.BuildGraph links them): p itself and its templates, or none
+// when it has no templates.
+func nodesOf(p depgraph.PolicyNode) []depgraph.Node {
+	if len(p.Templates) == 0 {
+		return nil
+	}
+	nodes := []depgraph.Node{{Kind: "Policy", Name: p.Name}}
+	for _, t := range p.Templates {
+		nodes = append(nodes, t.Node)
+	}
+	return nodes
+}
+
+// edgesOf are the edges Policy p gives node n (as depgraph.BuildGraph
+// links them).
+func edgesOf(p depgraph.PolicyNode, n depgraph.Node) []depgraph.Node {
+	var edges []depgraph.Node
+	self := depgraph.Node{Kind: "Policy", Name: p.Name}
+	for _, t := range p.Templates {
+		if n == self {
+			edges = append(edges, t.Node)
+		}
+		if n == t.Node {
+			edges = append(edges, t.DependsOn...)
+		}
+	}
+	return edges
+}
+
+func insertSorted(names []string, name string) []string {
+	i, found := slices.BinarySearch(names, name)
+	if found {
+		return names
+	}
+	return slices.Insert(names, i, name)
+}
+
+func removeSorted(names []string, name string) []string {
+	if i, found := slices.BinarySearch(names, name); found {
+		return slices.Delete(names, i, i+1)
+	}
+	return names
 }
 
 // kindsKey is a canonical string of a set of template kinds.
@@ -144,7 +251,8 @@ func kindsKey(kinds map[schema.GroupKind]bool) string {
 	slices.Sort(keys)
 	var out []byte
 	for _, k := range keys {
-		out = append(append(out, k...), ',')
+		out = append(out, k...)
+		out = append(out, ',')
 	}
 	return string(out)
 }

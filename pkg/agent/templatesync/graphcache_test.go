@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -31,102 +33,176 @@ func chainPolicy(name, dep string, generation int64) policyv1.Policy {
 	return p
 }
 
-// rebuilt returns cache's graph of cluster1 after an invalidation, so that
-// it is built from policies.
-func rebuilt(t *testing.T, cache *graphCache, kinds map[schema.GroupKind]bool, policies []policyv1.Policy) depgraph.Graph {
-	t.Helper()
-	cache.invalidate("cluster1")
-	got, err := cache.graphFor("cluster1", kinds, func() ([]policyv1.Policy, error) { return policies, nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return got
+// store is a namespace of Policies as the graph cache reads them, counting
+// the reads.
+type store struct {
+	policies    map[string]*policyv1.Policy
+	lists, gets int
+	err         error
 }
 
+func (s *store) source() policySource {
+	return policySource{
+		list: func() ([]policyv1.Policy, error) {
+			s.lists++
+			var out []policyv1.Policy
+			for _, p := range s.policies {
+				out = append(out, *p)
+			}
+			return out, s.err
+		},
+		get: func(name string) (*policyv1.Policy, error) {
+			s.gets++
+			return s.policies[name], s.err
+		},
+	}
+}
+
+func (s *store) all() []policyv1.Policy {
+	var out []policyv1.Policy
+	for _, p := range s.policies {
+		out = append(out, *p)
+	}
+	return out
+}
+
+// edgeSets is g with each node's edges as a sorted list of names, for
+// comparisons that ignore the order in which Policies were linked.
+func edgeSets(g depgraph.Graph) map[string][]string {
+	out := map[string][]string{}
+	for n, edges := range g {
+		names := []string{}
+		for _, e := range edges {
+			names = append(names, e.String())
+		}
+		slices.Sort(names)
+		out[n.String()] = names
+	}
+	return out
+}
+
+// randomPolicy is Policy name of cluster1 with up to two templates, of two
+// kinds, each depending on up to two of names' Policies or templates.
+func randomPolicy(rng *rand.Rand, name string, uid int, generation int64, names []string) *policyv1.Policy {
+	p := &policyv1.Policy{}
+	p.Namespace, p.Name, p.UID, p.Generation = "cluster1", name, types.UID(fmt.Sprintf("uid-%s-%d", name, uid)), generation
+	for i := range rng.IntN(3) {
+		kind := []string{"ConfigurationPolicy", "CertificatePolicy"}[rng.IntN(2)]
+		raw := fmt.Sprintf(`{"apiVersion":"policy.open-cluster-management.io/v1","kind":%q,"metadata":{"name":"%s-%d"}}`, kind, name, i)
+		pt := policyv1.PolicyTemplate{ObjectDefinition: runtime.RawExtension{Raw: []byte(raw)}}
+		for range rng.IntN(3) {
+			d := policyv1.PolicyDependency{Name: names[rng.IntN(len(names))], Compliance: policyv1.Compliant}
+			d.Kind = "Policy"
+			if rng.IntN(2) == 0 {
+				d.Kind, d.APIVersion, d.Name = "ConfigurationPolicy", "policy.open-cluster-management.io/v1", d.Name+"-0"
+			}
+			pt.ExtraDependencies = append(pt.ExtraDependencies, d)
+		}
+		p.Spec.PolicyTemplates = append(p.Spec.PolicyTemplates, pt)
+	}
+	return p
+}
+
+// TestGraphCacheAgreesWithGraphFor creates, changes and deletes Policies at
+// random, telling the cache through its event handler as the informer
+// does, and checks after each change that the graph kept up to date one
+// Policy at a time is the graph built from all of them.
 func TestGraphCacheAgreesWithGraphFor(t *testing.T) {
 	g := NewWithT(t)
-	kinds := map[schema.GroupKind]bool{{Group: policyv1.GroupName, Kind: "ConfigurationPolicy"}: true}
-	cache := &graphCache{}
-	policies := []policyv1.Policy{chainPolicy("a", "", 1), chainPolicy("b", "a", 1)}
-	g.Expect(rebuilt(t, cache, kinds, policies)).To(Equal(depgraph.GraphFor("cluster1", kinds, policies)))
-
-	// A new generation is recomputed: a now waits for b, a cycle.
-	policies[0] = chainPolicy("a", "b", 2)
-	got := rebuilt(t, cache, kinds, policies)
-	g.Expect(got).To(Equal(depgraph.GraphFor("cluster1", kinds, policies)))
-	g.Expect(got.CycleThrough(cp("a-config"))).NotTo(BeNil())
-
-	// The same generation is not recomputed (the node is the cached one),
-	// which is why the key must include the generation.
-	stale := chainPolicy("a", "", 2)
-	g.Expect(rebuilt(t, cache, kinds, []policyv1.Policy{stale, policies[1]})).
-		To(Equal(depgraph.GraphFor("cluster1", kinds, policies)), "same UID and generation: the cached node")
-
-	// Other template kinds are recomputed.
-	other := map[schema.GroupKind]bool{{Group: "example.com", Kind: "Widget"}: true}
-	g.Expect(rebuilt(t, cache, other, policies)).To(Equal(depgraph.GraphFor("cluster1", other, policies)))
-
-	// Policies that are gone are forgotten.
-	rebuilt(t, cache, kinds, policies[1:])
-	g.Expect(cache.nodes).To(HaveLen(1))
-	g.Expect(cache.nodes).To(HaveKey(types.UID("uid-b")))
+	rng := rand.New(rand.NewPCG(1, 2))
+	names := []string{"a", "b", "c", "d", "e", "f"}
+	configs := map[schema.GroupKind]bool{{Group: policyv1.GroupName, Kind: "ConfigurationPolicy"}: true}
+	both := map[schema.GroupKind]bool{
+		{Group: policyv1.GroupName, Kind: "ConfigurationPolicy"}: true, {Group: policyv1.GroupName, Kind: "CertificatePolicy"}: true,
+	}
+	cache, st := &graphCache{}, &store{policies: map[string]*policyv1.Policy{}}
+	events, ctx := cache.invalidations(), context.Background()
+	kinds, uids := configs, 0
+	for step := range 500 {
+		name := names[rng.IntN(len(names))]
+		old := st.policies[name]
+		switch {
+		case rng.IntN(50) == 0:
+			kinds = map[bool]map[schema.GroupKind]bool{true: configs, false: both}[len(kinds) == 2]
+		case old != nil && rng.IntN(4) == 0:
+			delete(st.policies, name)
+			events.Delete(ctx, event.DeleteEvent{Object: old}, nil)
+		case old != nil && rng.IntN(3) == 0: // a new Policy of the same name
+			uids++
+			st.policies[name] = randomPolicy(rng, name, uids, 1, names)
+			events.Update(ctx, event.UpdateEvent{ObjectOld: old, ObjectNew: st.policies[name]}, nil)
+		case old != nil:
+			st.policies[name] = randomPolicy(rng, name, uids, old.Generation+1, names)
+			st.policies[name].UID = old.UID
+			events.Update(ctx, event.UpdateEvent{ObjectOld: old, ObjectNew: st.policies[name]}, nil)
+		default:
+			uids++
+			st.policies[name] = randomPolicy(rng, name, uids, 1, names)
+			events.Create(ctx, event.CreateEvent{Object: st.policies[name]}, nil)
+		}
+		got, err := cache.graphFor("cluster1", kinds, st.source())
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(edgeSets(got)).To(Equal(edgeSets(depgraph.GraphFor("cluster1", kinds, st.all()))), "step %d", step)
+	}
+	g.Expect(st.lists).To(BeNumerically("<", 20), "lists only on the first call and when the kinds change")
 }
 
-// TestGraphForReusesTheLastGraph: a namespace's graph is built again only
-// when one of its Policies appeared, went or changed its spec, or the
-// template kinds changed; a failed list is returned and not remembered.
+// TestGraphForReusesTheLastGraph: a namespace's graph is listed and built
+// once, and then changes only where one of its Policies appeared, went or
+// changed its spec, each read alone; other template kinds build it again;
+// a failed read is returned and not remembered.
 func TestGraphForReusesTheLastGraph(t *testing.T) {
 	g := NewWithT(t)
 	kinds := map[schema.GroupKind]bool{{Group: policyv1.GroupName, Kind: "ConfigurationPolicy"}: true}
 	cache := &graphCache{}
 	events := cache.invalidations()
-	policies := []policyv1.Policy{chainPolicy("a", "", 1), chainPolicy("b", "a", 1)}
-	lists := 0
-	var listErr error
-	graphFor := func(kinds map[schema.GroupKind]bool) (depgraph.Graph, error) {
-		return cache.graphFor("cluster1", kinds, func() ([]policyv1.Policy, error) {
-			lists++
-			return policies, listErr
-		})
-	}
+	a, b := chainPolicy("a", "", 1), chainPolicy("b", "a", 1)
+	st := &store{policies: map[string]*policyv1.Policy{"a": &a, "b": &b}}
 	ctx := context.Background()
-	expectLists := func(want int, why string) {
+	expectReads := func(lists, gets int, why string) {
 		t.Helper()
-		got, err := graphFor(kinds)
+		got, err := cache.graphFor("cluster1", kinds, st.source())
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(got).To(Equal(depgraph.GraphFor("cluster1", kinds, policies)), why)
-		g.Expect(lists).To(Equal(want), why)
+		g.Expect(edgeSets(got)).To(Equal(edgeSets(depgraph.GraphFor("cluster1", kinds, st.all()))), why)
+		g.Expect([]int{st.lists, st.gets}).To(Equal([]int{lists, gets}), why)
 	}
-	expectLists(1, "the first call builds")
-	expectLists(1, "nothing changed: the last graph")
+	expectReads(1, 0, "the first call lists")
+	expectReads(1, 0, "nothing changed: the last graph")
 
-	old, updated := policies[0].DeepCopy(), policies[0].DeepCopy()
-	updated.Labels = map[string]string{"x": "y"}
-	events.Update(ctx, event.UpdateEvent{ObjectOld: old, ObjectNew: updated}, nil)
-	expectLists(1, "a label changes no dependency")
+	labelled := a.DeepCopy()
+	labelled.Labels = map[string]string{"x": "y"}
+	events.Update(ctx, event.UpdateEvent{ObjectOld: &a, ObjectNew: labelled}, nil)
+	expectReads(1, 0, "a label changes no dependency")
 
-	policies[0] = chainPolicy("a", "b", 2)
-	events.Update(ctx, event.UpdateEvent{ObjectOld: old, ObjectNew: &policies[0]}, nil)
-	expectLists(2, "a new generation")
+	cycle := chainPolicy("a", "b", 2)
+	st.policies["a"] = &cycle
+	events.Update(ctx, event.UpdateEvent{ObjectOld: &a, ObjectNew: &cycle}, nil)
+	expectReads(1, 1, "a new generation: that Policy is read")
+	got, err := cache.graphFor("cluster1", kinds, st.source())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.CycleThrough(cp("a-config"))).NotTo(BeNil(), "a now waits for b, which waits for a")
 
-	other := policies[0].DeepCopy()
+	other := cycle.DeepCopy()
 	other.Namespace = "cluster2"
 	events.Create(ctx, event.CreateEvent{Object: other}, nil)
-	expectLists(2, "a Policy of another namespace")
+	expectReads(1, 1, "a Policy of another namespace")
 
-	policies = policies[1:]
-	events.Delete(ctx, event.DeleteEvent{Object: old}, nil)
-	expectLists(3, "a Policy went")
+	delete(st.policies, "a")
+	events.Delete(ctx, event.DeleteEvent{Object: &cycle}, nil)
+	expectReads(1, 2, "a Policy went")
 
 	widgets := map[schema.GroupKind]bool{{Group: "example.com", Kind: "Widget"}: true}
-	_, err := graphFor(widgets)
+	_, err = cache.graphFor("cluster1", widgets, st.source())
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(lists).To(Equal(4), "other template kinds")
+	g.Expect(st.lists).To(Equal(2), "other template kinds: listed again")
 
-	listErr = errors.New("cache not started")
-	events.Create(ctx, event.CreateEvent{Object: &policies[0]}, nil)
-	_, err = graphFor(kinds)
-	g.Expect(err).To(MatchError(listErr))
-	listErr = nil
-	expectLists(6, "a failed list is not remembered")
+	st.err = errors.New("cache not started")
+	st.policies["a"] = &a
+	events.Create(ctx, event.CreateEvent{Object: &a}, nil)
+	_, err = cache.graphFor("cluster1", widgets, st.source())
+	g.Expect(err).To(MatchError(st.err))
+	st.err = nil
+	got, err = cache.graphFor("cluster1", widgets, st.source())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(edgeSets(got)).To(Equal(edgeSets(depgraph.GraphFor("cluster1", widgets, st.all()))), "a failed read is read again")
 }
