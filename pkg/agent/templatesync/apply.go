@@ -125,24 +125,43 @@ func (r *Reconciler) observeOne(ctx context.Context, id depclient.ObjectIdentifi
 
 // write creates or updates the template object desired. It starts from
 // the cached copy of the object when there is one (which spares an API read
-// per template and reconcile; a stale copy ends in a conflict or
-// AlreadyExists, retried), and reads the API server otherwise.
+// per template and reconcile), and reads the API server otherwise, or when
+// the cached copy proved stale: a template created or changed a moment ago
+// that the cache has not seen yet ends the write in AlreadyExists or a
+// conflict, and is written once more from the API server's copy.
 func (r *Reconciler) write(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured, observed observation) error {
-	existing, read := observed.cachedTemplate(desired)
-	if read && existing != nil {
+	existing, cached := observed.cachedTemplate(desired)
+	if cached && existing != nil {
 		existing = existing.DeepCopy() // the dependency watcher's cache is shared
-	} else if !read {
-		var err error
-		if existing, err = readObject(ctx, r.ManagedClient, desired.GroupVersionKind(), client.ObjectKeyFromObject(desired)); err != nil {
-			return r.unmapped(ctx, policy, desired, err)
-		}
 	}
+	if !cached {
+		return r.writeLive(ctx, policy, desired)
+	}
+	err := r.writeOver(ctx, policy, desired, existing)
+	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
+		return r.writeLive(ctx, policy, desired)
+	}
+	return r.refused(ctx, policy, desired, err)
+}
+
+// writeLive writes desired over the API server's copy of the object.
+func (r *Reconciler) writeLive(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured) error {
+	existing, err := readObject(ctx, r.ManagedClient, desired.GroupVersionKind(), client.ObjectKeyFromObject(desired))
+	if err != nil {
+		return r.unmapped(ctx, policy, desired, err)
+	}
+	return r.refused(ctx, policy, desired, r.writeOver(ctx, policy, desired, existing))
+}
+
+// writeOver creates desired when existing is nil, or makes existing carry
+// desired; the API server's error is returned as a writeError.
+func (r *Reconciler) writeOver(ctx context.Context, policy *policyv1.Policy, desired, existing *unstructured.Unstructured) error {
+	log := ctrl.LoggerFrom(ctx)
 	if existing == nil {
-		obj := desired.DeepCopy()
-		if err := r.ManagedClient.Create(ctx, obj, strict); err != nil {
-			return r.refused(ctx, policy, desired, "creating", err)
+		if err := r.ManagedClient.Create(ctx, desired.DeepCopy(), strict); err != nil {
+			return &writeError{verb: "creating", desired: desired, err: err}
 		}
-		ctrl.LoggerFrom(ctx).Info("Created template", "policy", klog.KObj(policy), "kind", desired.GetKind(), "template", desired.GetName())
+		log.Info("Created template", "policy", klog.KObj(policy), "kind", desired.GetKind(), "template", desired.GetName())
 		return nil
 	}
 	if owner := existing.GetLabels()[policyv1.PolicyLabel]; owner != policy.Name {
@@ -152,9 +171,9 @@ func (r *Reconciler) write(ctx context.Context, policy *policyv1.Policy, desired
 		return nil
 	}
 	if err := r.ManagedClient.Update(ctx, existing, strict); err != nil {
-		return r.refused(ctx, policy, desired, "updating", err)
+		return &writeError{verb: "updating", desired: desired, err: err}
 	}
-	ctrl.LoggerFrom(ctx).Info("Updated template", "policy", klog.KObj(policy), "kind", desired.GetKind(), "template", desired.GetName())
+	log.Info("Updated template", "policy", klog.KObj(policy), "kind", desired.GetKind(), "template", desired.GetName())
 	return nil
 }
 
@@ -167,18 +186,34 @@ func conflictMessage(desired *unstructured.Unstructured, owner string) string {
 		desired.GetKind(), desired.GetName(), owner)
 }
 
+// writeError is a write of a template object that the API server refused.
+type writeError struct {
+	verb    string // "creating" or "updating"
+	desired *unstructured.Unstructured
+	err     error
+}
+
+func (e *writeError) Error() string {
+	return fmt.Sprintf("%s %s %s: %v", e.verb, e.desired.GetKind(), e.desired.GetName(), e.err)
+}
+
+func (e *writeError) Unwrap() error { return e.err }
+
 // refused reports a write the API server rejected as invalid, or of a
 // version it does not serve, as a NonCompliant template, and returns other
-// errors for a retry.
-func (r *Reconciler) refused(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured, verb string, err error) error {
-	if meta.IsNoMatchError(err) {
-		return r.unmapped(ctx, policy, desired, err)
-	}
-	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+// errors for a retry. A nil err is nil.
+func (r *Reconciler) refused(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured, err error) error {
+	var we *writeError
+	switch {
+	case err == nil || !errors.As(err, &we):
+		return err
+	case meta.IsNoMatchError(we.err):
+		return r.unmapped(ctx, policy, desired, we.err)
+	case apierrors.IsInvalid(we.err) || apierrors.IsBadRequest(we.err):
 		return r.record(ctx, policy, desired.GetName(), desired, policyv1.NonCompliant,
-			fmt.Sprintf("%s %s %s was refused: %v", verb, desired.GetKind(), desired.GetName(), err))
+			fmt.Sprintf("%s %s %s was refused: %v", we.verb, desired.GetKind(), desired.GetName(), we.err))
 	}
-	return fmt.Errorf("%s %s %s: %w", verb, desired.GetKind(), desired.GetName(), err)
+	return err
 }
 
 // merge makes existing carry desired (content, labels, annotations,
