@@ -110,6 +110,7 @@ func StartIn(ctx context.Context, name string, opts Options) (*ControlPlane, err
 		if !errors.Is(err, errStartFailed) || attempt == startAttempts || ctx.Err() != nil {
 			return nil, errors.Join(errs...)
 		}
+		fmt.Fprintf(os.Stderr, "controlplane: %v\nstarting it afresh\n", errs[len(errs)-1])
 	}
 }
 
