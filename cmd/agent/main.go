@@ -47,7 +47,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&opts.installNamespace, "install-namespace", os.Getenv("POD_NAMESPACE"),
 		"Namespace the agent runs in on the managed cluster, where it renews the addon Lease OCM reads for its health; empty means no such Lease.")
 	opts.zap = opts.serving.BindFlags(fs, ":8383", ":8384")
-	if err := fs.Parse(args); err != nil {
+	if err := cmdutil.ParseFlags(fs, args); err != nil {
 		return opts, err
 	}
 	var errs []error

@@ -58,7 +58,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&opts.hub.DashboardAddress, "dashboard-address", "",
 		"Address of the read-only compliance dashboard, e.g. 127.0.0.1:8090; empty means no dashboard.")
 	opts.zap = opts.serving.BindFlags(fs, ":8080", ":8081")
-	if err := fs.Parse(args); err != nil {
+	if err := cmdutil.ParseFlags(fs, args); err != nil {
 		return opts, err
 	}
 	if fs.NArg() > 0 {

@@ -118,8 +118,24 @@ func RESTConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// ParseFlags parses args with fs, a flag.ContinueOnError set. The flag
+// package prints a parse error itself, with the usage; the error returned is
+// marked so that Main does not print it a second time.
+func ParseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return printedError{err}
+	}
+	return err
+}
+
+// printedError is an error already printed on stderr.
+type printedError struct{ error }
+
+func (e printedError) Unwrap() error { return e.error }
+
 // Main is a binary's main: it parses args with parse (exit 2 on bad flags,
-// 0 for -h), sets up the logger with the zap options zapOf gives, and runs
+// printed once: parse should use ParseFlags; 0 for -h), sets up the logger with the zap options zapOf gives, and runs
 // run until SIGINT or SIGTERM; when run fails it logs failure and exits 1.
 func Main[T any](args []string, failure string, parse func([]string) (T, error), zapOf func(T) *zap.Options, run func(context.Context, T) error) {
 	opts, err := parse(args)
@@ -127,7 +143,9 @@ func Main[T any](args []string, failure string, parse func([]string) (T, error),
 		return
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		if !errors.As(err, new(printedError)) {
+			fmt.Fprintln(os.Stderr, err)
+		}
 		os.Exit(2)
 	}
 	SetupLogger(zapOf(opts))

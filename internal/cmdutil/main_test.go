@@ -39,7 +39,7 @@ func parseChildFlags(args []string) (childOptions, error) {
 	var o childOptions
 	o.zap = o.serving.BindFlags(fs, "0", "0")
 	fs.StringVar(&o.fail, "fail", "", "The error run returns; empty to wait for a signal.")
-	if err := fs.Parse(args); err != nil {
+	if err := ParseFlags(fs, args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 { // an error the flag package does not print
@@ -88,10 +88,12 @@ var mainCases = []struct {
 	code      int
 	stderr    []string
 	notStderr []string
+	once      []string // in stderr exactly once
 }{{
 	name: "a bad flag exits 2 before run", args: "--nope", code: 2,
-	stderr:    []string{"flag provided but not defined: -nope"},
+	stderr:    []string{"flag provided but not defined: -nope", "Usage of child-binary"},
 	notStderr: []string{"Running", "Main returned"},
+	once:      []string{"flag provided but not defined: -nope"},
 }, {
 	name: "an invalid argument exits 2 before run", args: "extra", code: 2,
 	stderr:    []string{"unexpected arguments: [extra]"},
@@ -128,6 +130,9 @@ func TestMainExitCodes(t *testing.T) {
 			}
 			for _, s := range tc.notStderr {
 				g.Expect(stderr).NotTo(ContainSubstring(s))
+			}
+			for _, s := range tc.once {
+				g.Expect(strings.Count(stderr, s)).To(Equal(1), "%q in stderr:\n%s", s, stderr)
 			}
 		})
 	}
