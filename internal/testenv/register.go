@@ -181,15 +181,19 @@ func ensureAgentRBAC(ctx context.Context, c client.Client, namespace string, sub
 
 // WaitForAccess waits until c may list the objects of list's kind in
 // namespace, so that callers never see a transient Forbidden while the RBAC
-// authorizer's caches catch up with a new Role, binding or identity.
+// authorizer's caches catch up with a new Role, binding or identity. Any
+// other error is retried too until the wait ends (a busy or just started
+// API server answers some requests with one), and the last one is returned.
 func WaitForAccess(ctx context.Context, c client.Client, namespace string, list client.ObjectList) error {
-	return wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		err := c.List(ctx, list, client.InNamespace(namespace), client.Limit(1))
-		if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-			return false, nil
-		}
-		return err == nil, err
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		last = c.List(ctx, list, client.InNamespace(namespace), client.Limit(1))
+		return last == nil, nil
 	})
+	if err != nil && last != nil {
+		return fmt.Errorf("%w (the last answer: %w)", err, last)
+	}
+	return err
 }
 
 func mergeLabels(into, from map[string]string) map[string]string {
