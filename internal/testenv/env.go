@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -134,9 +135,10 @@ func (e *Env) startPlanes(ctx context.Context, names []string, opts Options) err
 		var reg errgroup.Group // registration needs only the hub: overlap it with the clusters' start
 		for i, name := range names {
 			reg.Go(func() error {
-				var err error
-				e.Managed[i], err = e.register(ctx, name)
-				return err
+				return retried(ctx, func() (err error) {
+					e.Managed[i], err = e.register(ctx, name)
+					return err
+				})
 			})
 		}
 		return reg.Wait()
@@ -158,7 +160,7 @@ func (e *Env) startPlanes(ctx context.Context, names []string, opts Options) err
 		return err
 	}
 	for i, cp := range planes {
-		if err := ensureClusterClaims(ctx, cp.Client, names[i]); err != nil {
+		if err := retried(ctx, func() error { return ensureClusterClaims(ctx, cp.Client, names[i]) }); err != nil {
 			return err
 		}
 	}
@@ -300,4 +302,34 @@ func validateNames(names []string) error {
 		seen[name] = true
 	}
 	return nil
+}
+
+// startRetries bounds the tries of each idempotent step of Start that
+// writes to a control plane just started: on a loaded machine a single
+// request can fail for a reason that a moment later is gone (a timeout, an
+// API server still settling), and one failure would end the whole start.
+const startRetries = 3
+
+// retryPause is the pause between two tries of retried.
+var retryPause = time.Second
+
+// retried runs step until it succeeds, up to startRetries times, retryPause
+// apart; the errors of every try are returned when none succeeds.
+func retried(ctx context.Context, step func() error) error {
+	var errs []error
+	for try := 1; ; try++ {
+		err := step()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("try %d: %w", try, err))
+		if try == startRetries || ctx.Err() != nil {
+			return errors.Join(errs...)
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(append(errs, ctx.Err())...)
+		case <-time.After(retryPause):
+		}
+	}
 }
