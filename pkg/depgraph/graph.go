@@ -49,13 +49,21 @@ type Graph map[Node][]Node
 func BuildGraph(policies []PolicyNode) Graph {
 	g := Graph{}
 	for _, p := range policies {
-		pn := Node{Kind: "Policy", Name: p.Name}
-		for _, t := range p.Templates {
-			g[pn] = append(g[pn], t.Node)
-			g[t.Node] = append(g[t.Node], t.DependsOn...)
-		}
+		p.Edges(func(from Node, to ...Node) { g[from] = append(g[from], to...) })
 	}
 	return g
+}
+
+// Edges calls link for each node of the graph that p gives edges to, with
+// those edges, in the order BuildGraph adds them: the Policy waits for each
+// of its templates, and each template for its dependencies (link may get
+// none). A Policy without templates gives no node an edge.
+func (p PolicyNode) Edges(link func(from Node, to ...Node)) {
+	self := Node{Kind: "Policy", Name: p.Name}
+	for _, t := range p.Templates {
+		link(self, t.Node)
+		link(t.Node, t.DependsOn...)
+	}
 }
 
 // GraphFor returns the dependency graph of policies, all in namespace.

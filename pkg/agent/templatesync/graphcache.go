@@ -195,33 +195,21 @@ func (ns *namespaceGraph) update(namespace string, kinds map[schema.GroupKind]bo
 	return nil
 }
 
-// nodesOf are the nodes of the graph that Policy p gives edges to (as
-// depgraph.BuildGraph links them): p itself and its templates, or none
-// when it has no templates.
+// nodesOf are the nodes of the graph that Policy p gives edges to.
 func nodesOf(p depgraph.PolicyNode) []depgraph.Node {
-	if len(p.Templates) == 0 {
-		return nil
-	}
-	nodes := []depgraph.Node{{Kind: "Policy", Name: p.Name}}
-	for _, t := range p.Templates {
-		nodes = append(nodes, t.Node)
-	}
+	var nodes []depgraph.Node
+	p.Edges(func(from depgraph.Node, _ ...depgraph.Node) { nodes = append(nodes, from) })
 	return nodes
 }
 
-// edgesOf are the edges Policy p gives node n (as depgraph.BuildGraph
-// links them).
+// edgesOf are the edges Policy p gives node n.
 func edgesOf(p depgraph.PolicyNode, n depgraph.Node) []depgraph.Node {
 	var edges []depgraph.Node
-	self := depgraph.Node{Kind: "Policy", Name: p.Name}
-	for _, t := range p.Templates {
-		if n == self {
-			edges = append(edges, t.Node)
+	p.Edges(func(from depgraph.Node, to ...depgraph.Node) {
+		if from == n {
+			edges = append(edges, to...)
 		}
-		if n == t.Node {
-			edges = append(edges, t.DependsOn...)
-		}
-	}
+	})
 	return edges
 }
 
