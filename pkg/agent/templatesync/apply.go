@@ -141,7 +141,7 @@ func (r *Reconciler) write(ctx context.Context, policy *policyv1.Policy, desired
 	if apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err) {
 		return r.writeLive(ctx, policy, desired)
 	}
-	return r.refused(ctx, policy, desired, err)
+	return err
 }
 
 // writeLive writes desired over the API server's copy of the object.
@@ -150,16 +150,16 @@ func (r *Reconciler) writeLive(ctx context.Context, policy *policyv1.Policy, des
 	if err != nil {
 		return r.unmapped(ctx, policy, desired, err)
 	}
-	return r.refused(ctx, policy, desired, r.writeOver(ctx, policy, desired, existing))
+	return r.writeOver(ctx, policy, desired, existing)
 }
 
 // writeOver creates desired when existing is nil, or makes existing carry
-// desired; the API server's error is returned as a writeError.
+// desired (see refused for the API server's errors).
 func (r *Reconciler) writeOver(ctx context.Context, policy *policyv1.Policy, desired, existing *unstructured.Unstructured) error {
 	log := ctrl.LoggerFrom(ctx)
 	if existing == nil {
 		if err := r.ManagedClient.Create(ctx, desired.DeepCopy(), strict); err != nil {
-			return &writeError{verb: "creating", desired: desired, err: err}
+			return r.refused(ctx, policy, desired, "creating", err)
 		}
 		log.Info("Created template", "policy", klog.KObj(policy), "kind", desired.GetKind(), "template", desired.GetName())
 		return nil
@@ -171,7 +171,7 @@ func (r *Reconciler) writeOver(ctx context.Context, policy *policyv1.Policy, des
 		return nil
 	}
 	if err := r.ManagedClient.Update(ctx, existing, strict); err != nil {
-		return &writeError{verb: "updating", desired: desired, err: err}
+		return r.refused(ctx, policy, desired, "updating", err)
 	}
 	log.Info("Updated template", "policy", klog.KObj(policy), "kind", desired.GetKind(), "template", desired.GetName())
 	return nil
@@ -186,34 +186,18 @@ func conflictMessage(desired *unstructured.Unstructured, owner string) string {
 		desired.GetKind(), desired.GetName(), owner)
 }
 
-// writeError is a write of a template object that the API server refused.
-type writeError struct {
-	verb    string // "creating" or "updating"
-	desired *unstructured.Unstructured
-	err     error
-}
-
-func (e *writeError) Error() string {
-	return fmt.Sprintf("%s %s %s: %v", e.verb, e.desired.GetKind(), e.desired.GetName(), e.err)
-}
-
-func (e *writeError) Unwrap() error { return e.err }
-
 // refused reports a write the API server rejected as invalid, or of a
 // version it does not serve, as a NonCompliant template, and returns other
-// errors for a retry. A nil err is nil.
-func (r *Reconciler) refused(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured, err error) error {
-	var we *writeError
-	switch {
-	case err == nil || !errors.As(err, &we):
-		return err
-	case meta.IsNoMatchError(we.err):
-		return r.unmapped(ctx, policy, desired, we.err)
-	case apierrors.IsInvalid(we.err) || apierrors.IsBadRequest(we.err):
-		return r.record(ctx, policy, desired.GetName(), desired, policyv1.NonCompliant,
-			fmt.Sprintf("%s %s %s was refused: %v", we.verb, desired.GetKind(), desired.GetName(), we.err))
+// errors, wrapped, for a retry.
+func (r *Reconciler) refused(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured, verb string, err error) error {
+	if meta.IsNoMatchError(err) {
+		return r.unmapped(ctx, policy, desired, err)
 	}
-	return err
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		return r.record(ctx, policy, desired.GetName(), desired, policyv1.NonCompliant,
+			fmt.Sprintf("%s %s %s was refused: %v", verb, desired.GetKind(), desired.GetName(), err))
+	}
+	return fmt.Errorf("%s %s %s: %w", verb, desired.GetKind(), desired.GetName(), err)
 }
 
 // merge makes existing carry desired (content, labels, annotations,
