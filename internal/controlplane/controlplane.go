@@ -100,18 +100,21 @@ func StartIn(ctx context.Context, name string, opts Options) (*ControlPlane, err
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
-	for attempt := 1; ; attempt++ {
-		cp, err := startAttempt(ctx, name, dir, opts, objs)
-		if err == nil {
-			return cp, nil
+	var cp *ControlPlane
+	err = Retry(ctx, startAttempts, 0, func(err error) bool {
+		if !errors.Is(err, errStartFailed) {
+			return false
 		}
-		errs = append(errs, fmt.Errorf("starting control plane %s (attempt %d): %w", name, attempt, err))
-		if !errors.Is(err, errStartFailed) || attempt == startAttempts || ctx.Err() != nil {
-			return nil, errors.Join(errs...)
-		}
-		fmt.Fprintf(os.Stderr, "controlplane: %v\nstarting it afresh\n", errs[len(errs)-1])
+		fmt.Fprintf(os.Stderr, "controlplane: starting %s: %v\nstarting it afresh\n", name, err)
+		return true
+	}, func() (err error) {
+		cp, err = startAttempt(ctx, name, dir, opts, objs)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting control plane %s: %w", name, err)
 	}
+	return cp, nil
 }
 
 // startAttempts bounds the starts of a control plane whose processes fail

@@ -41,5 +41,5 @@ exec %[3]q "$@"
 	t.Setenv("TEST_ASSET_ETCD", flaky(5*startAttempts))
 	_, err = Start(t.Context(), "failing")
 	g.Expect(err).To(MatchError(ContainSubstring("bind: address already in use")))
-	g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("(attempt %d)", startAttempts))))
+	g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf("attempt %d: ", startAttempts))))
 }

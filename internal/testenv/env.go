@@ -304,32 +304,14 @@ func validateNames(names []string) error {
 	return nil
 }
 
-// startRetries bounds the tries of each idempotent step of Start that
+// startRetries bounds the attempts of each idempotent step of Start that
 // writes to a control plane just started: on a loaded machine a single
 // request can fail for a reason that a moment later is gone (a timeout, an
 // API server still settling), and one failure would end the whole start.
 const startRetries = 3
 
-// retryPause is the pause between two tries of retried.
-var retryPause = time.Second
-
-// retried runs step until it succeeds, up to startRetries times, retryPause
-// apart; the errors of every try are returned when none succeeds.
+// retried runs step until it succeeds, up to startRetries times, a second
+// apart.
 func retried(ctx context.Context, step func() error) error {
-	var errs []error
-	for try := 1; ; try++ {
-		err := step()
-		if err == nil {
-			return nil
-		}
-		errs = append(errs, fmt.Errorf("try %d: %w", try, err))
-		if try == startRetries || ctx.Err() != nil {
-			return errors.Join(errs...)
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(append(errs, ctx.Err())...)
-		case <-time.After(retryPause):
-		}
-	}
+	return controlplane.Retry(ctx, startRetries, time.Second, controlplane.Always, step)
 }

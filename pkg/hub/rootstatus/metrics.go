@@ -63,7 +63,7 @@ type complianceCollector struct {
 // collectFrom collects from reader while mgr runs.
 func (c *complianceCollector) collectFrom(mgr manager.Manager, reader client.Reader) error {
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		key := &reader
+		key := &reader // a key of its own: a Reader need not be comparable
 		c.mu.Lock()
 		c.readers[key] = true
 		c.mu.Unlock()
