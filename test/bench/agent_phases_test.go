@@ -101,7 +101,7 @@ var agentHubResources = []string{"policies/status", "events"}
 
 // writes reads the write counters of the managed cluster's API server and
 // the hub's.
-func (s *agentBench) writes(ctx context.Context, b *testing.B) (managed, hub writes) {
+func (s *agentBench) writes(ctx context.Context, b *testing.B) (managed, hub requests) {
 	b.Helper()
 	managed, err := countWrites(ctx, s.env.Cluster(agentCluster).Config)
 	if err != nil {

@@ -13,16 +13,28 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// writes counts an API server's write requests (every verb but GET, LIST,
-// WATCH), keyed by "resource" or "resource/subresource".
-type writes map[string]float64
+// requests counts an API server's requests of some verbs, keyed by
+// "resource" or "resource/subresource".
+type requests map[string]float64
 
 // readVerbs are the apiserver_request_total verbs that write nothing.
 var readVerbs = map[string]bool{"GET": true, "LIST": true, "WATCH": true, "CONNECT": true}
 
-// countWrites reads apiserver_request_total from the API server's /metrics
-// with the administrator's connection cfg.
-func countWrites(ctx context.Context, cfg *rest.Config) (writes, error) {
+// isWrite and isRead select the verbs countRequests counts: writes (every
+// verb but GET, LIST, WATCH, CONNECT), and reads (GET and LIST; a watch is
+// one request for its whole life).
+func isWrite(verb string) bool { return !readVerbs[verb] }
+func isRead(verb string) bool  { return verb == "GET" || verb == "LIST" }
+
+// countWrites counts the API server's write requests so far.
+func countWrites(ctx context.Context, cfg *rest.Config) (requests, error) {
+	return countRequests(ctx, cfg, isWrite)
+}
+
+// countRequests reads apiserver_request_total from the API server's
+// /metrics with the administrator's connection cfg, and sums the requests
+// whose verb counts.
+func countRequests(ctx context.Context, cfg *rest.Config, counts func(verb string) bool) (requests, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating the metrics client: %w", err)
@@ -31,12 +43,13 @@ func countWrites(ctx context.Context, cfg *rest.Config) (writes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
-	return parseWrites(data), nil
+	return parseRequests(data, counts), nil
 }
 
-// parseWrites sums the write requests of a Prometheus text exposition.
-func parseWrites(data []byte) writes {
-	w := writes{}
+// parseRequests sums the requests of a Prometheus text exposition whose
+// verb counts.
+func parseRequests(data []byte, counts func(verb string) bool) requests {
+	w := requests{}
 	s := bufio.NewScanner(bytes.NewReader(data))
 	s.Buffer(make([]byte, 1<<20), 1<<20)
 	const prefix = "apiserver_request_total{"
@@ -51,7 +64,7 @@ func parseWrites(data []byte) writes {
 		}
 		labels := parseLabels(line[len(prefix):end])
 		value, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil || readVerbs[labels["verb"]] {
+		if err != nil || !counts(labels["verb"]) {
 			continue
 		}
 		key := labels["resource"]
@@ -79,8 +92,8 @@ func parseLabels(s string) map[string]string {
 }
 
 // minus returns w - before.
-func (w writes) minus(before writes) writes {
-	d := writes{}
+func (w requests) minus(before requests) requests {
+	d := requests{}
 	for k, v := range w {
 		if v -= before[k]; v != 0 {
 			d[k] = v
@@ -90,7 +103,7 @@ func (w writes) minus(before writes) writes {
 }
 
 // total sums the writes whose key is one of keys, or all when keys is empty.
-func (w writes) total(keys ...string) float64 {
+func (w requests) total(keys ...string) float64 {
 	var sum float64
 	for k, v := range w {
 		if len(keys) == 0 || slices.Contains(keys, k) {

@@ -142,7 +142,7 @@ func (h *hubBench) restart(ctx context.Context, b *testing.B) row {
 }
 
 // writes reads the hub API server's write counters.
-func (h *hubBench) writes(ctx context.Context, b *testing.B) writes {
+func (h *hubBench) writes(ctx context.Context, b *testing.B) requests {
 	b.Helper()
 	w, err := countWrites(ctx, h.cp.Config)
 	if err != nil {

@@ -144,6 +144,10 @@ func measureRestart(ctx context.Context, b *testing.B, p *process, cfg *rest.Con
 	if err != nil {
 		b.Fatal(err)
 	}
+	readsBefore, err := countRequests(ctx, cfg, isRead)
+	if err != nil {
+		b.Fatal(err)
+	}
 	start := time.Now()
 	if err := p.restart(); err != nil {
 		b.Fatal(err)
@@ -156,13 +160,18 @@ func measureRestart(ctx context.Context, b *testing.B, p *process, cfg *rest.Con
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := after.minus(before)
-	b.Logf("%s restart: writes %v", stage, d)
+	readsAfter, err := countRequests(ctx, cfg, isRead)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, reads := after.minus(before), readsAfter.minus(readsBefore)
+	b.Logf("%s restart: writes %v, reads %v", stage, d, reads)
 	return row{
 		Stage:   stage + ": restart, nothing changed",
 		Seconds: settledAt.Sub(start).Seconds(),
 		Extra: []metric{
 			{Name: "writes", Value: d.total(resources...)},
+			{Name: "reads", Value: reads.total()},
 			{Name: "peak RSS", Value: p.peakRSS(), Unit: "MiB"},
 		},
 	}

@@ -40,7 +40,7 @@ func (s *syncerBench) coldStart(ctx context.Context, b *testing.B) row {
 	if err != nil {
 		b.Fatal(err)
 	}
-	before := s.writes(ctx, b)
+	before, readsBefore := s.writes(ctx, b), s.reads(ctx, b)
 	start := time.Now()
 	if err := s.agent.start(); err != nil {
 		b.Fatal(err)
@@ -59,13 +59,14 @@ func (s *syncerBench) coldStart(ctx context.Context, b *testing.B) row {
 	if _, err := waitSettled(ctx, s.agent, 3*time.Second, syncerController, syncerNamespaceController); err != nil {
 		b.Fatal(err)
 	}
-	d := s.writes(ctx, b).minus(before)
-	b.Logf("syncer cold start: writes %v", d)
+	d, reads := s.writes(ctx, b).minus(before), s.reads(ctx, b).minus(readsBefore)
+	b.Logf("syncer cold start: writes %v, reads %v", d, reads)
 	return row{
 		Stage:   "syncer: cold start (all namespaces and objects exist)",
 		Seconds: converged.Sub(start).Seconds(),
 		Extra: []metric{
 			{Name: "writes/object", Value: d.total("namespaces", "configmaps") / float64(n*(inheritedObjects+1))},
+			{Name: "reads/namespace", Value: reads.total() / float64(n)},
 			{Name: "agent peak RSS", Value: s.agent.peakRSS(), Unit: "MiB"},
 		},
 	}
@@ -118,9 +119,18 @@ func (s *syncerBench) logStatusWrites(ctx context.Context, b *testing.B, cfg *re
 }
 
 // writes reads the managed API server's write counters.
-func (s *syncerBench) writes(ctx context.Context, b *testing.B) writes {
+func (s *syncerBench) writes(ctx context.Context, b *testing.B) requests {
+	return s.requests(ctx, b, isWrite)
+}
+
+// reads reads the managed API server's read counters.
+func (s *syncerBench) reads(ctx context.Context, b *testing.B) requests {
+	return s.requests(ctx, b, isRead)
+}
+
+func (s *syncerBench) requests(ctx context.Context, b *testing.B, counts func(verb string) bool) requests {
 	b.Helper()
-	w, err := countWrites(ctx, s.env.Cluster(syncerCluster).Config)
+	w, err := countRequests(ctx, s.env.Cluster(syncerCluster).Config, counts)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -75,6 +75,9 @@ type Reconciler struct {
 
 	// namespaceLocks serialise the syncs of each namespace (syncNamespace).
 	namespaceLocks namespaceLocks
+	// synced are the outcomes of syncs that wrote nothing, per namespace,
+	// until its next watch event.
+	synced syncedNamespaces
 	// written is the status last written on each policy.
 	written writtenStatuses
 
@@ -100,6 +103,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.discovery, r.mapper, r.cache = dc, mgr.GetRESTMapper(), mgr.GetCache()
 	r.watched, r.now = map[schema.GroupVersionKind]bool{}, time.Now
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Namespace{}, sourceIndex, indexSources); err != nil {
+		return fmt.Errorf("indexing namespaces by source: %w", err)
+	}
 	if err := r.setupPolicies(mgr); err != nil {
 		return err
 	}

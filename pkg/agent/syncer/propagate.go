@@ -238,19 +238,36 @@ func (r *Reconciler) propagate(ctx context.Context, name string, policies []hier
 	return nil
 }
 
-// children returns the namespaces whose source is ns.
-func (r *Reconciler) children(ctx context.Context, ns string) []string {
+// sourceIndex indexes the cached Namespaces by the namespaces they copy
+// from (the values of ParentLabel and TemplateLabel).
+const sourceIndex = "hierarchy.canopy.io/source"
+
+// indexSources is the indexer of sourceIndex.
+func indexSources(o client.Object) []string {
 	var out []string
 	for _, key := range []string{hierarchyv1alpha1.ParentLabel, hierarchyv1alpha1.TemplateLabel} {
-		list := &corev1.NamespaceList{}
-		// Note: names only, so no copies: this runs for every namespace event.
-		if err := r.ManagedClient.List(ctx, list, client.MatchingLabels{key: ns}, client.UnsafeDisableDeepCopy); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Cannot list namespaces", "label", key)
-			continue
+		if v := o.GetLabels()[key]; v != "" {
+			out = append(out, v)
 		}
-		for _, n := range list.Items {
-			out = append(out, n.Name)
-		}
+	}
+	return out
+}
+
+// children returns the namespaces whose source is ns.
+//
+// Note: from an index, names only and no copies: this runs for every event
+// of a namespace or of an object in one. A label selector scanned every
+// cached Namespace instead (make bench: a tenth of the syncer's CPU at
+// 3,000 namespaces, and the events of a restart waited on it).
+func (r *Reconciler) children(ctx context.Context, ns string) []string {
+	list := &corev1.NamespaceList{}
+	if err := r.ManagedClient.List(ctx, list, client.MatchingFields{sourceIndex: ns}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Cannot list namespaces", "source", ns)
+		return nil
+	}
+	out := make([]string, 0, len(list.Items))
+	for _, n := range list.Items {
+		out = append(out, n.Name)
 	}
 	return out
 }

@@ -40,13 +40,33 @@ func (r *Reconciler) syncCluster(ctx context.Context, t *tree, desired, owned []
 }
 
 // syncNamespace plans, and under enforce applies, the objects of t in
-// namespace ns: the Namespace itself first (so that the objects can be
-// created in it), then the declared objects and managedKinds.
+// namespace ns, unless a sync of the same plan found nothing to write there
+// since ns last changed (synced.go): then it returns that sync's outcome.
 func (r *Reconciler) syncNamespace(ctx context.Context, t *tree, ns string, owned []*unstructured.Unstructured, enforce bool) outcome {
 	if enforce {
 		defer r.namespaceLocks.lock(ns)()
 	}
+	if t.id == (treeKey{}) {
+		o, _ := r.planNamespace(ctx, t, ns, owned, enforce)
+		return o
+	}
+	key := planKey{tree: t.id, holdDeletes: !t.Valid()}
+	if o, ok := r.synced.lookup(ns, key, owned); ok {
+		return o
+	}
+	version := r.synced.begin(ns)
+	o, read := r.planNamespace(ctx, t, ns, owned, enforce)
+	r.synced.end(ns, version, key, o, read)
+	return o
+}
+
+// planNamespace plans, and under enforce applies, the objects of t in
+// namespace ns: the Namespace itself first (so that the objects can be
+// created in it), then the declared objects and managedKinds. It returns
+// what it read.
+func (r *Reconciler) planNamespace(ctx context.Context, t *tree, ns string, owned []*unstructured.Unstructured, enforce bool) (outcome, observation) {
 	o := outcome{namespace: ns}
+	read := observation{seen: map[types.UID]string{}}
 	r2 := rules{policy: t.Policy, holdDeletes: !t.Valid(), strict: map[schema.GroupKind]bool{}}
 	var desired []*unstructured.Unstructured
 	if t.Manages(ns) {
@@ -55,13 +75,14 @@ func (r *Reconciler) syncNamespace(ctx context.Context, t *tree, ns string, owne
 		observedNS, err := r.getAll(ctx, []*unstructured.Unstructured{nsObj})
 		if err != nil {
 			o.failed.read = err
-			return o
+			return o, read
 		}
+		read.saw(observedNS)
 		first.actions = plan([]*unstructured.Unstructured{nsObj}, observedNS, r2)
 		r.apply(ctx, &first, enforce)
 		if first.failed.count() > 0 || (len(first.actions) > 0 && first.actions[0].op == opConflict) {
 			first.declared = 1
-			return first
+			return first, read
 		}
 		desired, _ = t.ObjectsOf(ns)
 		for gk := range t.strictKinds() {
@@ -73,11 +94,13 @@ func (r *Reconciler) syncNamespace(ctx context.Context, t *tree, ns string, owne
 	if t.Manages(ns) {
 		o.declared++ // the Namespace
 	}
-	observed, err := r.observe(ctx, ns, desired, r2.strict, owned)
+	observed, listed, err := r.observe(ctx, ns, desired, r2.strict, owned)
 	if err != nil {
 		o.failed.read = err
-		return o
+		return o, read
 	}
+	read.listed = listed
+	read.saw(observed)
 	rest := outcome{namespace: ns, actions: plan(desired, observed, r2)}
 	r.apply(ctx, &rest, enforce)
 	offset := len(o.actions)
@@ -86,7 +109,7 @@ func (r *Reconciler) syncNamespace(ctx context.Context, t *tree, ns string, owne
 		o.failed.setWrite(i+offset, err)
 	}
 	o.applied = enforce
-	return o
+	return o, read
 }
 
 // strictKinds are the policy's managedKinds.
@@ -166,9 +189,10 @@ func (r *Reconciler) getAll(ctx context.Context, desired []*unstructured.Unstruc
 }
 
 // observe lists, in ns, the objects of the strict kinds and of the declared
-// kinds, and adds owned (found by the policy's sweep), without duplicates.
+// kinds (which it returns), and adds owned (found by the policy's sweep),
+// without duplicates.
 func (r *Reconciler) observe(ctx context.Context, ns string, desired []*unstructured.Unstructured,
-	strict map[schema.GroupKind]bool, owned []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	strict map[schema.GroupKind]bool, owned []*unstructured.Unstructured) ([]*unstructured.Unstructured, map[schema.GroupKind]bool, error) {
 	kinds := map[schema.GroupKind]bool{}
 	maps.Copy(kinds, strict)
 	for _, d := range desired {
@@ -178,12 +202,12 @@ func (r *Reconciler) observe(ctx context.Context, ns string, desired []*unstruct
 	for _, gk := range slices.SortedFunc(maps.Keys(kinds), compareGroupKinds) {
 		mapping, err := r.mapper.RESTMapping(gk)
 		if err != nil {
-			return nil, fmt.Errorf("resolving kind %s: %w", gk, err)
+			return nil, nil, fmt.Errorf("resolving kind %s: %w", gk, err)
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(mapping.GroupVersionKind.GroupVersion().WithKind(gk.Kind + "List"))
 		if err := r.ManagedReader.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return nil, fmt.Errorf("listing %s in namespace %s: %w", gk, ns, err)
+			return nil, nil, fmt.Errorf("listing %s in namespace %s: %w", gk, ns, err)
 		}
 		for i := range list.Items {
 			byKey[keyOf(&list.Items[i])] = &list.Items[i]
@@ -194,7 +218,7 @@ func (r *Reconciler) observe(ctx context.Context, ns string, desired []*unstruct
 			byKey[keyOf(u)] = u
 		}
 	}
-	return hierarchy.SortedObjects(byKey), nil
+	return hierarchy.SortedObjects(byKey), kinds, nil
 }
 
 func compareGroupKinds(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) }

@@ -35,7 +35,7 @@ var trees = struct {
 // rest is shared and read-only.
 func newTree(p *hierarchyv1alpha1.HierarchyPolicy) *tree {
 	if p.UID == "" || p.Generation == 0 { // not from an API server: no identity to key on
-		return &tree{hierarchy.Build(p)}
+		return &tree{Tree: hierarchy.Build(p)}
 	}
 	key := treeKey{uid: p.UID, generation: p.Generation}
 	trees.Lock()
@@ -52,5 +52,5 @@ func newTree(p *hierarchyv1alpha1.HierarchyPolicy) *tree {
 	}
 	shallow := *t
 	shallow.Problems = slices.Clone(t.Problems)
-	return &tree{&shallow}
+	return &tree{Tree: &shallow, id: key}
 }

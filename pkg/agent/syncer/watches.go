@@ -92,26 +92,28 @@ func namespaceName(ns client.Object) string { return ns.GetName() }
 // object; none for a cluster-scoped one), and to those of the namespaces
 // that copy from it: labels and objects propagate down.
 func (r *Reconciler) namespaceKeys(scope func(client.Object) string) handler.TypedEventHandler[client.Object, namespaceRequest] {
-	return handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []namespaceRequest {
-		ns := scope(obj)
-		if ns == "" {
-			return nil
-		}
-		keys := []namespaceRequest{{Name: ns}}
-		for _, child := range r.children(ctx, ns) {
-			keys = append(keys, namespaceRequest{Name: child})
-		}
-		return keys
-	})
+	return forgetting[namespaceRequest]{synced: &r.synced, scope: scope, next: handler.TypedEnqueueRequestsFromMapFunc(
+		func(ctx context.Context, obj client.Object) []namespaceRequest {
+			ns := scope(obj)
+			if ns == "" {
+				return nil
+			}
+			keys := []namespaceRequest{{Name: ns}}
+			for _, child := range r.children(ctx, ns) {
+				keys = append(keys, namespaceRequest{Name: child})
+			}
+			return keys
+		})}
 }
 
 // policyKeys maps a change of a Namespace or of a synced object to the
 // HierarchyPolicies concerned (for their status); scope is as for
 // namespaceKeys.
 func (r *Reconciler) policyKeys(scope func(client.Object) string) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-		return r.policiesOf(ctx, scope(obj), obj)
-	})
+	return forgetting[reconcile.Request]{synced: &r.synced, scope: scope, next: handler.EnqueueRequestsFromMapFunc(
+		func(ctx context.Context, obj client.Object) []reconcile.Request {
+			return r.policiesOf(ctx, scope(obj), obj)
+		})}
 }
 
 // policiesOf returns the HierarchyPolicies whose tree has namespace ns,
