@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
@@ -57,6 +58,9 @@ type outcome struct {
 	applied bool
 	// failed are the reads and writes that failed.
 	failed failures
+	// written is the resourceVersion each create and update returned, by
+	// UID.
+	written map[types.UID]string
 }
 
 // open returns the actions of o still to be done: all of them under

@@ -80,6 +80,7 @@ func (r *Reconciler) planNamespace(ctx context.Context, t *tree, ns string, owne
 		read.saw(observedNS)
 		first.actions = plan([]*unstructured.Unstructured{nsObj}, observedNS, r2)
 		r.apply(ctx, &first, enforce)
+		maps.Copy(read.seen, first.written)
 		if first.failed.count() > 0 || (len(first.actions) > 0 && first.actions[0].op == opConflict) {
 			first.declared = 1
 			return first, read
@@ -103,6 +104,7 @@ func (r *Reconciler) planNamespace(ctx context.Context, t *tree, ns string, owne
 	read.saw(observed)
 	rest := outcome{namespace: ns, actions: plan(desired, observed, r2)}
 	r.apply(ctx, &rest, enforce)
+	maps.Copy(read.seen, rest.written)
 	offset := len(o.actions)
 	o.actions = append(o.actions, rest.actions...)
 	for i, err := range rest.failed.writes {
@@ -133,11 +135,12 @@ func (r *Reconciler) apply(ctx context.Context, o *outcome, enforce bool) {
 	log := ctrl.LoggerFrom(ctx)
 	for i, a := range o.actions {
 		var err error
+		obj := a.object.DeepCopy()
 		switch a.op {
 		case opCreate:
-			err = r.ManagedClient.Create(ctx, a.object.DeepCopy())
+			err = r.ManagedClient.Create(ctx, obj)
 		case opUpdate:
-			err = r.ManagedClient.Update(ctx, a.object.DeepCopy()) // in place, with optimistic locking
+			err = r.ManagedClient.Update(ctx, obj) // in place, with optimistic locking
 		case opDelete:
 			err = client.IgnoreNotFound(r.ManagedClient.Delete(ctx, a.object,
 				client.Preconditions{UID: ptrUID(a.object), ResourceVersion: ptrRV(a.object)}))
@@ -147,6 +150,12 @@ func (r *Reconciler) apply(ctx context.Context, o *outcome, enforce bool) {
 		if err != nil {
 			o.failed.setWrite(i, fmt.Errorf("%s %s: %w", a.op, keyOf(a.object), err))
 			continue
+		}
+		if a.op != opDelete {
+			if o.written == nil {
+				o.written = map[types.UID]string{}
+			}
+			o.written[obj.GetUID()] = obj.GetResourceVersion()
 		}
 		log.Info("Synced", "op", a.op, "kind", a.object.GetKind(), "object", klog.KObj(a.object), "reason", a.reason)
 	}

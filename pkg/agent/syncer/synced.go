@@ -14,21 +14,25 @@ import (
 )
 
 // syncedNamespaces remembers, per namespace, the outcome of each policy's
-// last sync there that wrote nothing, so that a namespace is read from the
-// API server once per change rather than once per visit. Both controllers
-// visit every namespace of a tree: a policy's reconcile all of them, one
-// after another, and the namespace keys each one (on a restart, all at
-// once; on a cold start, again after every write, and the policy's
+// last sync there, and what it read and wrote, so that a namespace is read
+// from the API server once per change rather than once per visit. Both
+// controllers visit every namespace of a tree: a policy's reconcile all of
+// them, one after another, and the namespace keys each one (on a restart,
+// all at once; on a cold start, again after every write, and the policy's
 // reconcile again after every namespace's writes). make bench: a restart
 // with nothing changed read every namespace twice, 38–49 s at 3,000
-// namespaces.
+// namespaces, and a cold start read each one ten times.
 //
-// A namespace's watch events (its Namespace, or an object of a watched
-// kind in it: what a sync reads) drop what is remembered of it, unless the
-// event shows an object as the syncs remembered saw it (a watch started
-// late lists every object again); a sync that began before an event, or
-// while another sync of the namespace ran, remembers nothing: each sync
-// starts from the namespace's version, which every change replaces.
+// A sync that wrote is remembered as the next one would find the
+// namespace: without its creates and updates (a deletion is not
+// remembered). A namespace's watch events (its Namespace, or an object of
+// a watched kind in it: what a sync reads) forget it, unless the event
+// shows an object as the syncs remembered saw or wrote it (their own
+// writes, and a watch started late listing every object again). An event
+// during a sync is judged when the sync ends, against what it saw and
+// wrote. A deletion always forgets the namespace, and a sync that began
+// before that is not remembered: each sync starts from the namespace's
+// version, which every forgetting replaces.
 type syncedNamespaces struct {
 	mu sync.Mutex
 	// last numbers the versions: a namespace's is new when it is first
@@ -41,9 +45,22 @@ type syncedNamespaces struct {
 // change.
 type syncedNamespace struct {
 	version uint64
-	// running counts the syncs of the namespace begun and not ended.
+	// running counts the syncs of the namespace begun and not ended, and
+	// events are the objects the watches showed meanwhile, judged when
+	// each ends.
 	running int
+	events  []objectVersion
 	byPlan  map[planKey]synced
+}
+
+// maxEvents bounds the events kept for a running sync to judge; beyond
+// it, the namespace is forgotten.
+const maxEvents = 1000
+
+// objectVersion is an object's UID and resourceVersion.
+type objectVersion struct {
+	uid             types.UID
+	resourceVersion string
 }
 
 // planKey identifies what a sync plans from: the policy's tree (its UID
@@ -54,7 +71,8 @@ type planKey struct {
 	holdDeletes bool
 }
 
-// synced is an outcome that wrote nothing, and what its sync read.
+// synced is an outcome that wrote nothing (or settled: see end), and what
+// its sync read.
 type synced struct {
 	o outcome
 	observation
@@ -62,7 +80,7 @@ type synced struct {
 
 // observation is what a sync read of a namespace: the kinds it listed
 // there (an object the policy's sweep finds of another kind was not
-// planned) and the resourceVersion of each object it saw, by UID.
+// planned) and the resourceVersion of each object it saw or wrote, by UID.
 type observation struct {
 	listed map[schema.GroupKind]bool
 	seen   map[types.UID]string
@@ -113,9 +131,10 @@ func (s *syncedNamespaces) begin(ns string) uint64 {
 	return e.version
 }
 
-// end ends a sync of ns begun at version, and remembers o, the outcome of
-// plan, when it wrote nothing and failed nothing, and ns has not changed
-// since.
+// end ends a sync of ns begun at version. It remembers o, the outcome of
+// plan, when nothing failed, and ns has not changed since: neither
+// forgotten, nor shown by an event other than as this sync saw or wrote it.
+// Events during the sync also forget the other outcomes they contradict.
 func (s *syncedNamespaces) end(ns string, version uint64, plan planKey, o outcome, read observation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -124,29 +143,40 @@ func (s *syncedNamespaces) end(ns string, version uint64, plan planKey, o outcom
 		return
 	}
 	e.running--
-	if o.failed.count() > 0 || o.wrote() {
-		return
+	unchanged := true
+	for _, ev := range e.events {
+		for k, last := range e.byPlan {
+			if last.seen[ev.uid] != ev.resourceVersion {
+				delete(e.byPlan, k)
+			}
+		}
+		unchanged = unchanged && read.seen[ev.uid] == ev.resourceVersion
+	}
+	if e.running == 0 {
+		e.events = nil
 	}
 	for k := range e.byPlan {
-		if k.tree.uid == plan.tree.uid { // an older generation's
+		if k.tree.uid == plan.tree.uid { // this sync's, now older
 			delete(e.byPlan, k)
 		}
 	}
-	e.byPlan[plan] = synced{o: o, observation: read}
+	if settled, ok := o.settled(); ok && unchanged {
+		e.byPlan[plan] = synced{o: settled, observation: read}
+	}
 }
 
 // changed forgets what is remembered of ns: an object in it (or its
-// Namespace) changed or went.
+// Namespace) went.
 func (s *syncedNamespaces) changed(ns string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, ns)
 }
 
-// observed forgets what is remembered of ns unless every sync remembered
-// saw obj, an object in it (or its Namespace) as a watch shows it now, at
-// its resourceVersion, and no sync of ns is running (one may have read it
-// before).
+// observed tells of obj, an object in ns (or its Namespace) as a watch
+// shows it now. While a sync of ns runs, end judges it; otherwise what is
+// remembered of ns is forgotten unless every outcome's sync saw obj at
+// this resourceVersion.
 func (s *syncedNamespaces) observed(ns string, obj client.Object) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -154,9 +184,18 @@ func (s *syncedNamespaces) observed(ns string, obj client.Object) {
 	if e == nil {
 		return
 	}
-	unchanged := e.running == 0 && len(e.byPlan) > 0 && obj.GetResourceVersion() != ""
+	now := objectVersion{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion()}
+	if e.running > 0 {
+		if len(e.events) < maxEvents {
+			e.events = append(e.events, now)
+		} else {
+			delete(s.m, ns)
+		}
+		return
+	}
+	unchanged := len(e.byPlan) > 0 && now.resourceVersion != ""
 	for _, last := range e.byPlan {
-		unchanged = unchanged && last.seen[obj.GetUID()] == obj.GetResourceVersion()
+		unchanged = unchanged && last.seen[now.uid] == now.resourceVersion
 	}
 	if !unchanged {
 		delete(s.m, ns)
@@ -207,15 +246,27 @@ func (h forgetting[R]) tell(obj client.Object, exists bool) {
 	}
 }
 
-// wrote reports whether o's sync wrote something (or tried to).
-func (o outcome) wrote() bool {
-	if !o.applied {
-		return false
+// settled returns o as the next sync would find the namespace: what o
+// created and updated as declared, its conflicts and holds as they were.
+// It is false when o failed or deleted something (an object gone is not
+// among what a sync saw).
+func (o outcome) settled() (outcome, bool) {
+	if o.failed.count() > 0 {
+		return outcome{}, false
 	}
+	if !o.applied {
+		return o, true // inform: nothing was written
+	}
+	out := o
+	out.actions, out.written = nil, nil
 	for _, a := range o.actions {
-		if a.changes() {
-			return true
+		switch a.op {
+		case opDelete:
+			return outcome{}, false
+		case opCreate, opUpdate:
+		default:
+			out.actions = append(out.actions, a)
 		}
 	}
-	return false
+	return out, true
 }

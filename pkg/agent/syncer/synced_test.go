@@ -13,11 +13,11 @@ import (
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 )
 
-// TestSyncedNamespaces: an outcome that wrote nothing is reused until the
-// namespace changes; one from a sync during which it changed, one that
-// wrote or failed, and one that did not list the kind of an object the
-// policy applied earlier are not. An event showing an object as the sync
-// saw it is no change.
+// TestSyncedNamespaces: an outcome is reused until the namespace changes,
+// as the next sync would find it; one from a sync during which it changed,
+// one that deleted or failed, and one that did not list the kind of an
+// object the policy applied earlier are not. An event showing an object as
+// the sync saw or wrote it is no change.
 func TestSyncedNamespaces(t *testing.T) {
 	g := NewWithT(t)
 	var s syncedNamespaces
@@ -73,18 +73,39 @@ func TestSyncedNamespaces(t *testing.T) {
 	s.changed("a") // during the sync
 	s.end("a", v, plan, inSync, read)
 	g.Expect(remembered(plan)).To(BeFalse(), "a sync that began before a change is not remembered")
-	g.Expect(s.begin("a")).NotTo(Equal(v), "a namespace forgotten and synced again has a new version")
+	v2 := s.begin("a")
+	g.Expect(v2).NotTo(Equal(v), "a namespace forgotten and synced again has a new version")
+	s.end("a", v2, plan, inSync, read)
 
-	sync(plan, inSync)
-	v = s.begin("a") // another sync runs; it may have read cm before it changed
+	v = s.begin("a")
 	cm.SetResourceVersion("10")
-	s.observed("a", cm)
+	s.observed("a", cm) // during the sync: as it saw cm
 	s.end("a", v, plan, inSync, read)
-	g.Expect(remembered(plan)).To(BeFalse(), "while a sync runs, every event is a change")
+	g.Expect(remembered(plan)).To(BeTrue(), "an event during a sync showing what it saw is no change")
+	v = s.begin("a")
+	cm.SetResourceVersion("12")
+	s.observed("a", cm) // during the sync: it may have read cm before
+	s.end("a", v, plan, inSync, read)
+	g.Expect(remembered(plan)).To(BeFalse(), "an event during a sync showing what it did not see")
 
-	wrote := outcome{namespace: "a", applied: true, actions: []action{{op: opCreate, object: &unstructured.Unstructured{}}}}
-	sync(plan, wrote)
-	g.Expect(remembered(plan)).To(BeFalse(), "a sync that wrote is not remembered: the next one reads what it wrote")
+	created := &unstructured.Unstructured{}
+	created.SetKind("ConfigMap")
+	wrote := outcome{namespace: "a", declared: 2, applied: true, actions: []action{
+		{op: opCreate, object: created}, {op: opConflict, object: &unstructured.Unstructured{}}}}
+	v = s.begin("a")
+	cm.SetResourceVersion("13")
+	s.observed("a", cm) // the echo of the sync's own write
+	wroteRead := observation{listed: read.listed, seen: map[types.UID]string{"cm-1": "13"}}
+	s.end("a", v, plan, wrote, wroteRead)
+	o, ok = s.lookup("a", plan, nil)
+	g.Expect(ok).To(BeTrue(), "a sync that created is remembered as the next would find the namespace")
+	g.Expect(o.actions).To(Equal(wrote.actions[1:]), "without its create, with its conflict")
+	g.Expect(o.declared).To(Equal(2))
+	s.observed("a", cm)
+	g.Expect(remembered(plan)).To(BeTrue(), "the echo of its own write after the sync")
+	deleted := outcome{namespace: "a", applied: true, actions: []action{{op: opDelete, object: created}}}
+	s.end("a", s.begin("a"), plan, deleted, wroteRead)
+	g.Expect(remembered(plan)).To(BeFalse(), "a sync that deleted is not remembered")
 	planned := wrote
 	planned.applied = false // inform: planned, not written
 	sync(plan, planned)
