@@ -235,7 +235,10 @@ func (r *Reconciler) prepareReplica(ctx context.Context, root hubtemplates.Root,
 func (r *Reconciler) writeReplica(ctx context.Context, root *policyv1.Policy, p preparedReplica, out *syncOutcome) bool {
 	cluster, res := p.desired.Namespace, p.templates
 	r.recordTemplateFailures(root, p.desired, res, p.existing)
-	err := r.applyReplica(ctx, p.desired, p.existing)
+	var err error
+	if !p.upToDate { // Note: compared once (prepareReplica); an unchanged replica is most of a reconcile
+		err = r.applyReplica(ctx, p.desired, p.existing)
+	}
 	if err != nil {
 		out.failures = append(out.failures, fmt.Errorf("cluster %s: %w", cluster, err))
 	}
