@@ -55,8 +55,11 @@
 // Namespace or to an object of a watched kind maps back to its namespace
 // key and to the policies concerned. Bursts coalesce in each work queue.
 // Watches on declared and managed kinds are started, for both controllers,
-// the first time a policy names them. Objects are read from the API
-// server, never from a possibly stale cache.
+// the first time a policy names them. A plan starts from objects read from
+// the API server, never from a possibly stale cache; the outcome of a
+// policy's sync of a namespace is shared by both controllers until a watch
+// event shows the namespace changed (synced.go), so a namespace is read
+// once per change. The sweep lists the watched kinds from their caches.
 //
 // Generators (generate.go): spec.generators create an object,
 // from inline data or cloned from an existing object, in every namespace
