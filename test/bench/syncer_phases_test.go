@@ -78,7 +78,9 @@ func (s *syncerBench) restart(ctx context.Context, b *testing.B) row {
 	b.Helper()
 	cfg := s.env.Cluster(syncerCluster).Config
 	s.logStatusWrites(ctx, b, cfg)
-	return measureRestart(ctx, b, s.agent, cfg, "syncer", syncerResources, syncerController, syncerNamespaceController)
+	r := measureRestart(ctx, b, s.agent, cfg, "syncer", syncerResources, syncerController, syncerNamespaceController)
+	heapProfile(ctx, b, s.agent, "agent-syncer-restart") // its allocations are the restart's: a new process
+	return r
 }
 
 // logStatusWrites logs what changes in every HierarchyPolicy status the

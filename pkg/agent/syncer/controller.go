@@ -180,8 +180,8 @@ func storedStatus(st hierarchyv1alpha1.HierarchyPolicyStatus) ([]byte, error) {
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, policy *hierarchyv1alpha1.HierarchyPolicy) (ctrl.Result, error) {
-	t := newTree(policy)
-	outcomes, errs := r.evaluate(ctx, policy, t)
+	t, clusterDesired := policyTree(policy)
+	outcomes, errs := r.evaluate(ctx, policy, t, clusterDesired)
 	policy.Status = evaluatedStatus(policy, t, outcomes, r.now())
 	ctrl.LoggerFrom(ctx).V(4).Info("Evaluated", "policy", klog.KObj(policy), "compliant", policy.Status.ComplianceState)
 	if err := r.Recorder.RecordTemplate(ctx, r.ManagedClient, policy, hierarchyv1alpha1.GroupVersion.WithKind(hierarchyv1alpha1.HierarchyPolicyKind),
@@ -199,10 +199,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *hierarchyv1alp
 
 // evaluate is syncAll with what only a reconcile adds: watches on the
 // declared kinds and the check of the live-propagation kinds.
-func (r *Reconciler) evaluate(ctx context.Context, policy *hierarchyv1alpha1.HierarchyPolicy, t *tree) ([]outcome, []error) {
+func (r *Reconciler) evaluate(ctx context.Context, policy *hierarchyv1alpha1.HierarchyPolicy, t *tree,
+	clusterDesired []*unstructured.Unstructured) ([]outcome, []error) {
 	enforce := policy.Spec.RemediationAction.IsEnforce()
-	clusterDesired, problems := t.ClusterObjects(policy.Spec.ClusterResources)
-	t.Problems = append(t.Problems, problems...)
 	var errs []error
 	if err := r.watchKinds(ctx, policy, clusterDesired); err != nil {
 		errs = append(errs, err)

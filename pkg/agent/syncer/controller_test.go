@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -247,6 +248,36 @@ spec:
 	f.updateSpec("tree", valid)
 	f.g.Eventually(f.exists(clusterRole("viewer-$S")), eventually, poll).Should(BeFalse())
 	f.g.Eventually(f.exists(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "app-$S", Name: "secret-admin"}}), eventually, poll).Should(BeFalse())
+}
+
+// TestInvalidClusterResourceHoldsEveryDeletion: a problem in
+// clusterResources holds the deletions in the namespaces too, whichever
+// controller syncs them (a namespace's own key did not count it).
+func TestInvalidClusterResourceHoldsEveryDeletion(t *testing.T) {
+	f := newFixture(t)
+	f.policy(`
+metadata: {name: tree}
+spec:
+  remediationAction: enforce
+  managedKinds: [{group: rbac.authorization.k8s.io, kind: Role}]
+  nodes:
+  - {name: held-$S}
+  clusterResources: [{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole}]
+`)
+	f.g.Eventually(f.evaluated("tree"), eventually, poll).Should(Equal(policyv1.NonCompliant))
+	c := meta.FindStatusCondition(f.status("tree")(f.g).Conditions, ConditionTreeValid)
+	f.g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "held-$S", Name: "by-hand"}}
+	f.object(&rbacv1.Role{}, `{metadata: {name: by-hand, namespace: held-$S}}`)
+	f.g.Eventually(func(g Gomega) []string {
+		var reasons []string
+		for _, rel := range f.status("tree")(g).RelatedObjects {
+			reasons = append(reasons, rel.Object.Kind+" "+rel.Object.Metadata.Name+": "+rel.Reason)
+		}
+		return reasons
+	}, eventually, poll).Should(ContainElement(
+		"Role by-hand: hold: not declared, and its kind is managed; deletion held while the tree is invalid"))
+	f.g.Consistently(f.exists(role), 3*time.Second, poll).Should(BeTrue())
 }
 
 // TestConflictIsReported: an object of another manager is reported, not

@@ -37,9 +37,7 @@ func DryRun(ctx context.Context, cfg *rest.Config, c client.Client, p *hierarchy
 	}
 	ro := readOnly{Client: c}
 	r := &Reconciler{ManagedClient: ro, ManagedReader: ro, mapper: c.RESTMapper(), discovery: dc}
-	t := newTree(p)
-	clusterDesired, problems := t.ClusterObjects(p.Spec.ClusterResources)
-	t.Problems = append(t.Problems, problems...)
+	t, clusterDesired := policyTree(p)
 	outcomes, err := r.syncAll(ctx, p, t, clusterDesired, false)
 	if err != nil {
 		return DryRunResult{}, err

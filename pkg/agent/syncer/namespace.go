@@ -88,7 +88,7 @@ func (r *Reconciler) reconcileNamespace(ctx context.Context, req namespaceReques
 // declares there: its tree's objects when its tree has ns, and its
 // generators' objects.
 func (r *Reconciler) syncPolicyIn(ctx context.Context, p *hierarchyv1alpha1.HierarchyPolicy, ns string) error {
-	t := newTree(p)
+	t, _ := policyTree(p) // Note: with its clusterResources' problems, which hold deletions here too
 	var outcomes []outcome
 	var errs []error
 	if t.Manages(ns) {

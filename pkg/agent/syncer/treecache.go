@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
@@ -53,4 +54,14 @@ func newTree(p *hierarchyv1alpha1.HierarchyPolicy) *tree {
 	shallow := *t
 	shallow.Problems = slices.Clone(t.Problems)
 	return &tree{Tree: &shallow, id: key}
+}
+
+// policyTree returns the tree of p with the problems of its
+// clusterResources added (any problem holds every deletion, in every
+// scope), and its cluster-scoped objects.
+func policyTree(p *hierarchyv1alpha1.HierarchyPolicy) (*tree, []*unstructured.Unstructured) {
+	t := newTree(p)
+	clusterDesired, problems := t.ClusterObjects(p.Spec.ClusterResources)
+	t.Problems = append(t.Problems, problems...)
+	return t, clusterDesired
 }
