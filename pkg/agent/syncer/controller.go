@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -248,13 +249,13 @@ func (r *Reconciler) syncAll(ctx context.Context, policy *hierarchyv1alpha1.Hier
 
 // partition separates, among the objects a policy applied, those of its
 // generators from those of its tree.
-func partition(owned map[string][]*unstructured.Unstructured) (map[string][]*unstructured.Unstructured, []*unstructured.Unstructured) {
-	tree := map[string][]*unstructured.Unstructured{}
+func partition(owned map[string][]*metav1.PartialObjectMetadata) (map[string][]*metav1.PartialObjectMetadata, []*unstructured.Unstructured) {
+	tree := map[string][]*metav1.PartialObjectMetadata{}
 	var generated []*unstructured.Unstructured
 	for ns, objs := range owned {
 		for _, u := range objs {
 			if _, ok := u.GetLabels()[hierarchyv1alpha1.GeneratedByLabel]; ok {
-				generated = append(generated, u)
+				generated = append(generated, metadataObject(u))
 			} else {
 				tree[ns] = append(tree[ns], u)
 			}

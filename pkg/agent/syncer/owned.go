@@ -39,9 +39,13 @@ var skippedResources = map[schema.GroupResource]bool{
 // time set the agent's peak memory (make bench: syncer restart). An object
 // the cache does not show yet was written a moment ago; its watch event
 // evaluates the policy again.
-func (r *Reconciler) owned(ctx context.Context, t *tree) (map[string][]*unstructured.Unstructured, error) {
+//
+// The objects are converted for the planner only when a namespace is
+// planned (metadataObjects): a reconcile holds the sweep's every object at
+// once (30,000 at full scale), and most namespaces are not planned again.
+func (r *Reconciler) owned(ctx context.Context, t *tree) (map[string][]*metav1.PartialObjectMetadata, error) {
 	gvks, err := r.listableKinds()
-	out := map[string][]*unstructured.Unstructured{}
+	out := map[string][]*metav1.PartialObjectMetadata{}
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)
@@ -62,21 +66,31 @@ func (r *Reconciler) owned(ctx context.Context, t *tree) (map[string][]*unstruct
 		for i := range list.Items {
 			m := &list.Items[i]
 			if strings.HasPrefix(m.Annotations[hierarchyv1alpha1.SourceAnnotation], t.Source+",") {
-				out[m.Namespace] = append(out[m.Namespace], metadataObject(gvk, m))
+				m.SetGroupVersionKind(gvk) // Note: m is the list's shallow copy; its maps may be the cache's
+				out[m.Namespace] = append(out[m.Namespace], m)
 			}
 		}
 	}
 	return out, kerrors.NewAggregate(errs)
 }
 
-// metadataObject is m, of kind gvk, as an object holding its kind and
-// metadata only.
+// metadataObjects are owned as objects holding their kind and metadata
+// only, for the planner.
+func metadataObjects(owned []*metav1.PartialObjectMetadata) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, len(owned))
+	for _, m := range owned {
+		out = append(out, metadataObject(m))
+	}
+	return out
+}
+
+// metadataObject is m as an object holding its kind and metadata only.
 //
 // Note: it copies what the planner reads of an object it did not declare,
 // m is left as it is (it may be the cache's).
-func metadataObject(gvk schema.GroupVersionKind, m *metav1.PartialObjectMetadata) *unstructured.Unstructured {
+func metadataObject(m *metav1.PartialObjectMetadata) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetGroupVersionKind(gvk)
+	u.SetGroupVersionKind(m.GroupVersionKind())
 	u.SetNamespace(m.Namespace)
 	u.SetName(m.Name)
 	u.SetUID(m.UID)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,14 +22,14 @@ import (
 // syncCluster plans, and under enforce applies, the cluster-scoped objects
 // of t: declared ones, and those it applied earlier (owned). Namespaces of
 // the tree's nodes are left to their namespace's scope.
-func (r *Reconciler) syncCluster(ctx context.Context, t *tree, desired, owned []*unstructured.Unstructured, enforce bool) outcome {
+func (r *Reconciler) syncCluster(ctx context.Context, t *tree, desired []*unstructured.Unstructured, owned []*metav1.PartialObjectMetadata, enforce bool) outcome {
 	o := outcome{declared: len(desired)}
 	observed, err := r.getAll(ctx, desired)
 	if err != nil {
 		o.failed.read = err
 		return o
 	}
-	for _, u := range owned {
+	for _, u := range metadataObjects(owned) {
 		if _, isNode := t.Nodes[u.GetName()]; u.GetKind() == "Namespace" && isNode {
 			continue
 		}
@@ -42,7 +43,7 @@ func (r *Reconciler) syncCluster(ctx context.Context, t *tree, desired, owned []
 // syncNamespace plans, and under enforce applies, the objects of t in
 // namespace ns, unless a sync of the same plan found nothing to write there
 // since ns last changed (synced.go): then it returns that sync's outcome.
-func (r *Reconciler) syncNamespace(ctx context.Context, t *tree, ns string, owned []*unstructured.Unstructured, enforce bool) outcome {
+func (r *Reconciler) syncNamespace(ctx context.Context, t *tree, ns string, owned []*metav1.PartialObjectMetadata, enforce bool) outcome {
 	if enforce {
 		defer r.namespaceLocks.lock(ns)()
 	}
@@ -64,7 +65,7 @@ func (r *Reconciler) syncNamespace(ctx context.Context, t *tree, ns string, owne
 // namespace ns: the Namespace itself first (so that the objects can be
 // created in it), then the declared objects and managedKinds. It returns
 // what it read.
-func (r *Reconciler) planNamespace(ctx context.Context, t *tree, ns string, owned []*unstructured.Unstructured, enforce bool) (outcome, observation) {
+func (r *Reconciler) planNamespace(ctx context.Context, t *tree, ns string, owned []*metav1.PartialObjectMetadata, enforce bool) (outcome, observation) {
 	o := outcome{namespace: ns}
 	read := observation{seen: map[types.UID]string{}}
 	r2 := rules{policy: t.Policy, holdDeletes: !t.Valid(), strict: map[schema.GroupKind]bool{}}
@@ -95,7 +96,7 @@ func (r *Reconciler) planNamespace(ctx context.Context, t *tree, ns string, owne
 	if t.Manages(ns) {
 		o.declared++ // the Namespace
 	}
-	observed, listed, err := r.observe(ctx, ns, desired, r2.strict, owned)
+	observed, listed, err := r.observe(ctx, ns, desired, r2.strict, metadataObjects(owned))
 	if err != nil {
 		o.failed.read = err
 		return o, read
@@ -234,7 +235,7 @@ func compareGroupKinds(a, b schema.GroupKind) int { return strings.Compare(a.Str
 
 // scopes returns the namespaces a policy's reconcile visits: those of its
 // tree, and those where it applied objects earlier.
-func scopes(t *tree, owned map[string][]*unstructured.Unstructured) []string {
+func scopes(t *tree, owned map[string][]*metav1.PartialObjectMetadata) []string {
 	set := map[string]bool{}
 	for _, ns := range t.Namespaces() {
 		set[ns] = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -95,7 +96,7 @@ func (r *observation) saw(objs []*unstructured.Unstructured) {
 
 // lookup returns the outcome remembered for plan in ns, when it covers the
 // objects the policy applied there earlier (owned).
-func (s *syncedNamespaces) lookup(ns string, plan planKey, owned []*unstructured.Unstructured) (outcome, bool) {
+func (s *syncedNamespaces) lookup(ns string, plan planKey, owned []*metav1.PartialObjectMetadata) (outcome, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.m[ns]

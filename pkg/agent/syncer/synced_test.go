@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,7 +29,7 @@ func TestSyncedNamespaces(t *testing.T) {
 	sync := func(plan planKey, o outcome) {
 		s.end("a", s.begin("a"), plan, o, read)
 	}
-	remembered := func(plan planKey, owned ...*unstructured.Unstructured) bool {
+	remembered := func(plan planKey, owned ...*metav1.PartialObjectMetadata) bool {
 		_, ok := s.lookup("a", plan, owned)
 		return ok
 	}
@@ -43,9 +44,9 @@ func TestSyncedNamespaces(t *testing.T) {
 	g.Expect(remembered(planKey{tree: plan.tree, holdDeletes: true})).To(BeFalse(), "another plan: deletions held")
 	g.Expect(remembered(planKey{tree: treeKey{uid: "uid-1", generation: 2}})).To(BeFalse(), "another generation")
 
-	configMap, secret := &unstructured.Unstructured{}, &unstructured.Unstructured{}
-	configMap.SetKind("ConfigMap")
-	secret.SetKind("Secret")
+	configMap, secret := &metav1.PartialObjectMetadata{}, &metav1.PartialObjectMetadata{}
+	configMap.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})
+	secret.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Secret"})
 	g.Expect(remembered(plan, configMap)).To(BeTrue(), "an object applied earlier, of a kind the sync listed")
 	g.Expect(remembered(plan, configMap, secret)).To(BeFalse(), "an object applied earlier, of a kind the sync did not list")
 
@@ -156,14 +157,13 @@ spec:
 	r.syncNamespace(t.Context(), t1, ns, nil, false)
 	f.g.Expect(reads.n).To(BeNumerically(">", n), "after an event, read again")
 
-	owned := &unstructured.Unstructured{}
-	owned.SetAPIVersion("v1")
-	owned.SetKind("Secret")
+	owned := &metav1.PartialObjectMetadata{}
+	owned.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "Secret"})
 	owned.SetNamespace(ns)
 	owned.SetName("left-over")
 	owned.SetLabels(map[string]string{hierarchyv1alpha1.PolicyLabel: p.Name})
 	n = reads.n
-	r.syncNamespace(t.Context(), t1, ns, []*unstructured.Unstructured{owned}, false)
+	r.syncNamespace(t.Context(), t1, ns, []*metav1.PartialObjectMetadata{owned}, false)
 	f.g.Expect(reads.n).To(BeNumerically(">", n), "an object applied earlier of a kind not listed: read again")
 }
 
