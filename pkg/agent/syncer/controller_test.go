@@ -229,13 +229,7 @@ spec:
   - {name: y-$S, parent: x-$S}`)
 	f.g.Eventually(f.evaluated("tree"), eventually, poll).Should(Equal(policyv1.NonCompliant))
 	f.object(&rbacv1.Role{}, `{metadata: {name: secret-admin, namespace: app-$S}}`)
-	f.g.Eventually(func(g Gomega) []string {
-		var reasons []string
-		for _, rel := range f.status("tree")(g).RelatedObjects {
-			reasons = append(reasons, rel.Object.Kind+" "+rel.Object.Metadata.Name+": "+rel.Reason)
-		}
-		return reasons
-	}, eventually, poll).Should(ContainElements(
+	f.g.Eventually(f.relatedReasons("tree"), eventually, poll).Should(ContainElements(
 		"ClusterRole "+f.expand("viewer-$S")+": hold: no longer declared; deletion held while the tree is invalid",
 		"Role secret-admin: hold: not declared, and its kind is managed; deletion held while the tree is invalid"))
 	c := meta.FindStatusCondition(f.status("tree")(f.g).Conditions, ConditionTreeValid)
@@ -269,13 +263,7 @@ spec:
 	f.g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "held-$S", Name: "by-hand"}}
 	f.object(&rbacv1.Role{}, `{metadata: {name: by-hand, namespace: held-$S}}`)
-	f.g.Eventually(func(g Gomega) []string {
-		var reasons []string
-		for _, rel := range f.status("tree")(g).RelatedObjects {
-			reasons = append(reasons, rel.Object.Kind+" "+rel.Object.Metadata.Name+": "+rel.Reason)
-		}
-		return reasons
-	}, eventually, poll).Should(ContainElement(
+	f.g.Eventually(f.relatedReasons("tree"), eventually, poll).Should(ContainElement(
 		"Role by-hand: hold: not declared, and its kind is managed; deletion held while the tree is invalid"))
 	f.g.Consistently(f.exists(role), 3*time.Second, poll).Should(BeTrue())
 }

@@ -115,6 +115,18 @@ func (f *fixture) status(name string) func(Gomega) hierarchyv1alpha1.HierarchyPo
 	}
 }
 
+// relatedReasons returns a function that lists the relatedObjects of
+// HierarchyPolicy name as "<kind> <name>: <reason>".
+func (f *fixture) relatedReasons(name string) func(Gomega) []string {
+	return func(g Gomega) []string {
+		var reasons []string
+		for _, rel := range f.status(name)(g).RelatedObjects {
+			reasons = append(reasons, rel.Object.Kind+" "+rel.Object.Metadata.Name+": "+rel.Reason)
+		}
+		return reasons
+	}
+}
+
 // evaluated returns a function that gets the compliance of HierarchyPolicy
 // name once its current generation was evaluated, "" before.
 func (f *fixture) evaluated(name string) func(Gomega) policyv1.ComplianceState {
