@@ -57,6 +57,7 @@ func (s *agentBench) converge(ctx context.Context, b *testing.B) []row {
 	managedBefore, hubBefore := s.writes(ctx, b)
 	start := time.Now()
 	profileDuring(ctx, b, s.agent, 30*time.Second, "agent-dependencies")
+	apiServerProfileDuring(ctx, b, s.env.Cluster(agentCluster).Config, 30*time.Second, "agent-dependencies")
 	if err := createAll(ctx, s.hub, n, seedWorkers, func(i int) client.Object {
 		return replica(i/chainDepth, i%chainDepth)
 	}); err != nil {

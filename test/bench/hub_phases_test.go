@@ -32,6 +32,7 @@ func (h *hubBench) propagate(ctx context.Context, b *testing.B) row {
 	before := h.writes(ctx, b)
 	start := time.Now()
 	profileDuring(ctx, b, h.hub, 30*time.Second, "hub-propagation")
+	apiServerProfileDuring(ctx, b, h.cp.Config, 30*time.Second, "hub-propagation")
 	if err := h.createRoots(ctx); err != nil {
 		b.Fatal(err)
 	}

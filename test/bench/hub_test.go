@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
@@ -177,6 +180,34 @@ func profileDuring(ctx context.Context, tb testing.TB, p *process, d time.Durati
 		}
 		tb.Logf("CPU profile of %s written to %s", name, path)
 		heapProfile(ctx, tb, p, name) // what the process holds at the end of the profile
+	}()
+}
+
+// apiServerProfileDuring writes, when BENCH_PPROF is set, a CPU profile of
+// the API server of cfg over the next d to <name>-apiserver.pprof, in the
+// background: what the server spends its time on while a controller waits
+// for its answers.
+func apiServerProfileDuring(ctx context.Context, tb testing.TB, cfg *rest.Config, d time.Duration, name string) {
+	dir := os.Getenv("BENCH_PPROF")
+	if dir == "" {
+		return
+	}
+	go func() {
+		path := filepath.Join(dir, name+"-apiserver.pprof")
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err == nil {
+			var data []byte
+			data, err = cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
+				Param("seconds", strconv.Itoa(int(d.Seconds()))).Timeout(d + time.Minute).DoRaw(ctx)
+			if err == nil {
+				err = os.WriteFile(path, data, 0o600)
+			}
+		}
+		if err != nil {
+			tb.Logf("profiling the API server during %s: %v", name, err)
+			return
+		}
+		tb.Logf("CPU profile of the API server during %s written to %s", name, path)
 	}()
 }
 

@@ -46,6 +46,7 @@ func (s *syncerBench) coldStart(ctx context.Context, b *testing.B) row {
 		b.Fatal(err)
 	}
 	profileDuring(ctx, b, s.agent, 30*time.Second, "agent-syncer")
+	apiServerProfileDuring(ctx, b, cfg, 30*time.Second, "agent-syncer")
 	n := len(s.namespaces)
 	if err := waitFor(ctx, "every namespace and inherited object", 200*time.Millisecond, func(context.Context) (bool, error) {
 		return namespaces.count() >= n && objects.count() >= n*inheritedObjects, nil

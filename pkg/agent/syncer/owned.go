@@ -53,7 +53,7 @@ func (r *Reconciler) owned(ctx context.Context, t *tree) (map[string][]*metav1.P
 	for _, gvk := range gvks {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		var from client.Reader = r.ManagedReader
+		from := r.ManagedReader
 		opts := []client.ListOption{client.MatchingLabels{hierarchyv1alpha1.PolicyLabel: t.Policy}}
 		if r.watching(gvk) {
 			from, opts = r.cache, append(opts, client.UnsafeDisableDeepCopy) // only read: metadataObject copies
