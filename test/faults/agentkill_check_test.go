@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"strings"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -57,16 +58,19 @@ type deletion struct {
 func (d deletion) String() string { return fmt.Sprintf("%s %s/%s", d.resource, d.namespace, d.name) }
 
 // agentDeletions returns every request of the agent's user that deleted
-// something, from the managed API server's audit log.
+// something, or may have, from the managed API server's audit log; writes
+// counts its requests that succeeded.
 func agentDeletions(g Gomega, cp *controlplane.ControlPlane) (dels []deletion, writes int) {
 	events, err := cp.ReadAuditLog()
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, ev := range events {
-		if ev.User.Username != agentUser || ev.ObjectRef == nil || !ev.Succeeded() {
+		if ev.User.Username != agentUser || ev.ObjectRef == nil {
 			continue
 		}
-		writes++
-		if ev.Verb != "delete" && ev.Verb != "deletecollection" {
+		if ev.Succeeded() {
+			writes++
+		}
+		if (ev.Verb != "delete" && ev.Verb != "deletecollection") || !mayHaveDeleted(&ev) {
 			continue
 		}
 		d := deletion{resource: ev.ObjectRef.Resource, namespace: ev.ObjectRef.Namespace, name: ev.ObjectRef.Name}
@@ -76,6 +80,15 @@ func agentDeletions(g Gomega, cp *controlplane.ControlPlane) (dels []deletion, w
 		dels = append(dels, d)
 	}
 	return dels, writes
+}
+
+// mayHaveDeleted reports whether a delete request may have deleted its
+// object: it succeeded, or it ended without a status or with a server error.
+// Note: a request whose client is SIGKILLed is answered with an error (the
+// request's context is cancelled) while the API server's storage goes on
+// and commits the deletion; such a deletion is checked like any other.
+func mayHaveDeleted(ev *controlplane.AuditEvent) bool {
+	return ev.Succeeded() || ev.ResponseStatus == nil || ev.ResponseStatus.Code >= 500
 }
 
 // expectDeletionsGuaranteed checks every deletion the agent made against
@@ -91,7 +104,8 @@ func (f *killFixture) expectDeletionsGuaranteed() {
 	f.t.Logf("audit: the agent made %d writes, %d of them deletions (%d of chain templates)", writes, len(dels), sum(templates))
 	g.Expect(violations).To(BeEmpty(), "deletions outside the guarantee tables")
 	for _, key := range f.intruders {
-		g.Expect(deleted).To(HaveKey(key), "the hand-made ConfigMap %s must be deleted by the agent", key)
+		g.Expect(deleted).To(HaveKey(key), "the hand-made ConfigMap %s must be deleted by the agent; the audit log's requests on it: %s",
+			key, f.auditOf("configmaps", key))
 	}
 	g.Expect(f.templateDeletions()).To(Equal(templates), "the template deletions watched are the agent's")
 }
@@ -286,4 +300,28 @@ func around(changes []change, kind, name string, rv uint64) []string {
 		before = before[len(before)-3:]
 	}
 	return append(append(before, "|"), after...)
+}
+
+// auditOf lists the logged requests on the object key of resource, for a
+// failure's message: who, what, and how it ended.
+func (f *killFixture) auditOf(resource string, key client.ObjectKey) string {
+	events, err := f.mc.ControlPlane.ReadAuditLog()
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, ev := range events {
+		if ev.ObjectRef == nil || ev.ObjectRef.Resource != resource || ev.ObjectRef.Namespace != key.Namespace || ev.ObjectRef.Name != key.Name {
+			continue
+		}
+		status := "no status"
+		if ev.ResponseStatus != nil {
+			status = fmt.Sprintf("%d %s", ev.ResponseStatus.Code, ev.ResponseStatus.Message)
+		}
+		out = append(out, fmt.Sprintf("%s by %s at %s: %s", ev.Verb, ev.User.Username, ev.StageTimestamp.Format("15:04:05.000000"), status))
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, "; ")
 }

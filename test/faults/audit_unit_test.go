@@ -4,7 +4,10 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/canopy-policy/canopy/internal/controlplane"
 )
 
 // The checks of TestAgentKilled fail when they should: these feed them
@@ -37,6 +40,23 @@ func TestClassifyDeletions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMayHaveDeleted: a delete answered with a server error (its client
+// killed mid-request) may have been committed, and is checked; one refused
+// is not a deletion.
+func TestMayHaveDeleted(t *testing.T) {
+	g := NewWithT(t)
+	withCode := func(code int32) *controlplane.AuditEvent {
+		return &controlplane.AuditEvent{ResponseStatus: &metav1.Status{Code: code}}
+	}
+	g.Expect(mayHaveDeleted(withCode(200))).To(BeTrue())
+	g.Expect(mayHaveDeleted(withCode(500))).To(BeTrue(), "context canceled: the storage may have committed it")
+	g.Expect(mayHaveDeleted(withCode(504))).To(BeTrue())
+	g.Expect(mayHaveDeleted(&controlplane.AuditEvent{})).To(BeTrue(), "no status")
+	g.Expect(mayHaveDeleted(withCode(404))).To(BeFalse())
+	g.Expect(mayHaveDeleted(withCode(409))).To(BeFalse(), "a precondition that failed")
+	g.Expect(mayHaveDeleted(withCode(429))).To(BeFalse())
 }
 
 func TestDependencyHistory(t *testing.T) {
