@@ -305,7 +305,7 @@ func around(changes []change, kind, name string, rv uint64) []string {
 // auditOf lists the logged requests on the object key of resource, for a
 // failure's message: who, what, and how it ended.
 func (f *killFixture) auditOf(resource string, key client.ObjectKey) string {
-	events, err := f.mc.ControlPlane.ReadAuditLog()
+	events, err := f.mc.ReadAuditLog()
 	if err != nil {
 		return err.Error()
 	}
