@@ -51,13 +51,14 @@ func (r *Reconciler) syncNamespace(ctx context.Context, t *tree, ns string, owne
 		o, _ := r.planNamespace(ctx, t, ns, owned, enforce)
 		return o
 	}
-	key := planKey{tree: t.id, holdDeletes: !t.Valid()}
-	if o, ok := r.synced.lookup(ns, key, owned); ok {
+	// Note: t.id names the whole plan: the tree, its problems included
+	// (policyTree), is the policy's spec at that generation.
+	if o, ok := r.synced.lookup(ns, t.id, owned); ok {
 		return o
 	}
 	version := r.synced.begin(ns)
 	o, read := r.planNamespace(ctx, t, ns, owned, enforce)
-	r.synced.end(ns, version, key, o, read)
+	r.synced.end(ns, version, t.id, o, read)
 	return o
 }
 

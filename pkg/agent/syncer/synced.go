@@ -51,7 +51,7 @@ type syncedNamespace struct {
 	// each ends.
 	running int
 	events  []objectVersion
-	byPlan  map[planKey]synced
+	byTree  map[treeKey]synced
 }
 
 // maxEvents bounds the events kept for a running sync to judge; beyond
@@ -62,14 +62,6 @@ const maxEvents = 1000
 type objectVersion struct {
 	uid             types.UID
 	resourceVersion string
-}
-
-// planKey identifies what a sync plans from: the policy's tree (its UID
-// and generation) and whether deletions are held (the policy's reconcile
-// also counts its clusterResources' problems).
-type planKey struct {
-	tree        treeKey
-	holdDeletes bool
 }
 
 // synced is an outcome that wrote nothing (or settled: see end), and what
@@ -96,14 +88,14 @@ func (r *observation) saw(objs []*unstructured.Unstructured) {
 
 // lookup returns the outcome remembered for plan in ns, when it covers the
 // objects the policy applied there earlier (owned).
-func (s *syncedNamespaces) lookup(ns string, plan planKey, owned []*metav1.PartialObjectMetadata) (outcome, bool) {
+func (s *syncedNamespaces) lookup(ns string, plan treeKey, owned []*metav1.PartialObjectMetadata) (outcome, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.m[ns]
 	if e == nil {
 		return outcome{}, false
 	}
-	last, ok := e.byPlan[plan]
+	last, ok := e.byTree[plan]
 	if !ok {
 		return outcome{}, false
 	}
@@ -125,7 +117,7 @@ func (s *syncedNamespaces) begin(ns string) uint64 {
 	e := s.m[ns]
 	if e == nil {
 		s.last++
-		e = &syncedNamespace{version: s.last, byPlan: map[planKey]synced{}}
+		e = &syncedNamespace{version: s.last, byTree: map[treeKey]synced{}}
 		s.m[ns] = e
 	}
 	e.running++
@@ -136,7 +128,7 @@ func (s *syncedNamespaces) begin(ns string) uint64 {
 // plan, when nothing failed, and ns has not changed since: neither
 // forgotten, nor shown by an event other than as this sync saw or wrote it.
 // Events during the sync also forget the other outcomes they contradict.
-func (s *syncedNamespaces) end(ns string, version uint64, plan planKey, o outcome, read observation) {
+func (s *syncedNamespaces) end(ns string, version uint64, plan treeKey, o outcome, read observation) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.m[ns]
@@ -146,9 +138,9 @@ func (s *syncedNamespaces) end(ns string, version uint64, plan planKey, o outcom
 	e.running--
 	unchanged := true
 	for _, ev := range e.events {
-		for k, last := range e.byPlan {
+		for k, last := range e.byTree {
 			if last.seen[ev.uid] != ev.resourceVersion {
-				delete(e.byPlan, k)
+				delete(e.byTree, k)
 			}
 		}
 		unchanged = unchanged && read.seen[ev.uid] == ev.resourceVersion
@@ -156,13 +148,13 @@ func (s *syncedNamespaces) end(ns string, version uint64, plan planKey, o outcom
 	if e.running == 0 {
 		e.events = nil
 	}
-	for k := range e.byPlan {
-		if k.tree.uid == plan.tree.uid { // this sync's, now older
-			delete(e.byPlan, k)
+	for k := range e.byTree {
+		if k.uid == plan.uid { // this sync's, now older
+			delete(e.byTree, k)
 		}
 	}
 	if settled, ok := o.settled(); ok && unchanged {
-		e.byPlan[plan] = synced{o: settled, observation: read}
+		e.byTree[plan] = synced{o: settled, observation: read}
 	}
 }
 
@@ -194,8 +186,8 @@ func (s *syncedNamespaces) observed(ns string, obj client.Object) {
 		}
 		return
 	}
-	unchanged := len(e.byPlan) > 0 && now.resourceVersion != ""
-	for _, last := range e.byPlan {
+	unchanged := len(e.byTree) > 0 && now.resourceVersion != ""
+	for _, last := range e.byTree {
 		unchanged = unchanged && last.seen[now.uid] == now.resourceVersion
 	}
 	if !unchanged {
