@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -35,15 +36,25 @@ func countWrites(ctx context.Context, cfg *rest.Config) (requests, error) {
 // /metrics with the administrator's connection cfg, and sums the requests
 // whose verb counts.
 func countRequests(ctx context.Context, cfg *rest.Config, counts func(verb string) bool) (requests, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating the metrics client: %w", err)
-	}
-	data, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	data, err := apiGet(ctx, cfg, "/metrics", nil, 0)
 	if err != nil {
 		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
 	}
 	return parseRequests(data, counts), nil
+}
+
+// apiGet reads path (with params) from the API server of cfg as is; a
+// zero timeout is the client's.
+func apiGet(ctx context.Context, cfg *rest.Config, path string, params map[string]string, timeout time.Duration) ([]byte, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating a client: %w", err)
+	}
+	req := cs.Discovery().RESTClient().Get().AbsPath(path).Timeout(timeout)
+	for k, v := range params {
+		req = req.Param(k, v)
+	}
+	return req.DoRaw(ctx)
 }
 
 // parseRequests sums the requests of a Prometheus text exposition whose

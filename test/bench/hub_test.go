@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -194,14 +193,9 @@ func apiServerProfileDuring(ctx context.Context, tb testing.TB, cfg *rest.Config
 	}
 	go func() {
 		path := filepath.Join(dir, name+"-apiserver.pprof")
-		cs, err := kubernetes.NewForConfig(cfg)
+		data, err := apiGet(ctx, cfg, "/debug/pprof/profile", map[string]string{"seconds": strconv.Itoa(int(d.Seconds()))}, d+time.Minute)
 		if err == nil {
-			var data []byte
-			data, err = cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
-				Param("seconds", strconv.Itoa(int(d.Seconds()))).Timeout(d + time.Minute).DoRaw(ctx)
-			if err == nil {
-				err = os.WriteFile(path, data, 0o600)
-			}
+			err = os.WriteFile(path, data, 0o600)
 		}
 		if err != nil {
 			tb.Logf("profiling the API server during %s: %v", name, err)
