@@ -28,8 +28,8 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into deploy/ and copy OCM's CRDs.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crds
 	$(CONTROLLER_GEN) rbac:roleName=canopy-hub paths="./cmd/hub/...;./pkg/hub/..." output:rbac:artifacts:config=deploy/hub/rbac
-	$(CONTROLLER_GEN) rbac:roleName=canopy-agent paths="./cmd/agent/...;./pkg/agent/..." output:rbac:artifacts:config=deploy/agent/rbac
-	$(CONTROLLER_GEN) rbac:roleName=canopy-agent-enforcement paths=./deploy/agent output:rbac:artifacts:config=deploy/agent/rbac/enforcement
+	$(CONTROLLER_GEN) rbac:roleName=canopy-agent paths="./cmd/spoke/...;./pkg/spoke/..." output:rbac:artifacts:config=deploy/spoke/rbac
+	$(CONTROLLER_GEN) rbac:roleName=canopy-agent-enforcement paths=./deploy/spoke/rbac output:rbac:artifacts:config=deploy/spoke/rbac/enforcement
 	hack/copy-ocm-crds.sh
 
 .PHONY: fmt
@@ -87,7 +87,7 @@ bench: envtest-assets ocm-assets build ## Measure propagation, hub templates, de
 .PHONY: build
 build: ## Build canopy-hub, canopy-agent and kubectl-canopy into bin/.
 	go build -o bin/canopy-hub ./cmd/hub
-	go build -o bin/canopy-agent ./cmd/agent
+	go build -o bin/canopy-agent ./cmd/spoke
 	go build -o bin/kubectl-canopy ./cmd/kubectl-canopy
 
 .PHONY: demo

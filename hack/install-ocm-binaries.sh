@@ -2,7 +2,7 @@
 # install-ocm-binaries.sh builds OCM's own binaries (registration, work,
 # placement, and addon for its API conversion webhook) from the Go module
 # proxy into bin/ocm/<version>/, and copies
-# the manifests internal/testenv/ocmagents reads beside them, under
+# the manifests internal/test/ocmagents reads beside them, under
 # bin/ocm/<version>/manifests/ at their paths in the ocm module. It does
 # nothing when they are already there, so runs after the first are free.
 #
@@ -17,7 +17,7 @@ OCM_VERSION="${OCM_VERSION:-1.2.0}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest="${OCM_ASSETS_DIR:-$root/bin/ocm/$OCM_VERSION}"
 components=(registration work placement addon)
-# manifests are what internal/testenv/ocmagents needs: the hub RBAC OCM
+# manifests are what internal/test/ocmagents needs: the hub RBAC OCM
 # registration gives each cluster's work agent, the bootstrap ClusterRole
 # and its binding for the registration agents' bootstrap ServiceAccount (as
 # OCM's cluster-manager chart installs them), and the AddOnPlacementScore

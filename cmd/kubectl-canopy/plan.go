@@ -22,11 +22,11 @@ import (
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/pkg/agent/configpolicy"
-	"github.com/canopy-policy/canopy/pkg/agent/dryrun"
-	"github.com/canopy-policy/canopy/pkg/agent/syncer"
+	"github.com/canopy-policy/canopy/pkg/dryrun"
 	"github.com/canopy-policy/canopy/pkg/hubtemplates"
 	"github.com/canopy-policy/canopy/pkg/replica"
+	"github.com/canopy-policy/canopy/pkg/spoke/configpolicy"
+	"github.com/canopy-policy/canopy/pkg/spoke/syncer"
 	"github.com/canopy-policy/canopy/pkg/templating"
 	"github.com/canopy-policy/canopy/pkg/vet"
 )

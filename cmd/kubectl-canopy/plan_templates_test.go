@@ -10,9 +10,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/canopy-policy/canopy/internal/controlplane"
-	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/pkg/agent/dryrun"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/testenv"
+	"github.com/canopy-policy/canopy/pkg/dryrun"
 )
 
 // hubTemplatesExample is the example of hub templates: a Policy whose

@@ -12,12 +12,12 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
-	"github.com/canopy-policy/canopy/internal/controlplane"
-	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/pkg/agent/statussync"
-	"github.com/canopy-policy/canopy/pkg/agent/templatesync"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/testenv"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/depgraph"
+	"github.com/canopy-policy/canopy/pkg/spoke/statussync"
+	"github.com/canopy-policy/canopy/pkg/spoke/templatesync"
 )
 
 // applyFixture applies testdata/hub.yaml, places everything on every

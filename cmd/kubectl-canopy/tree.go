@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
-	"github.com/canopy-policy/canopy/pkg/agent/syncer"
 	"github.com/canopy-policy/canopy/pkg/hierarchy"
+	"github.com/canopy-policy/canopy/pkg/spoke/syncer"
 )
 
 // treeItem is one namespace (or abstract node) of a printed tree.

@@ -1,4 +1,4 @@
-// Tests of the kustomize bases deploy/hub and deploy/agent: they build with
+// Tests of the kustomize bases deploy/hub and deploy/spoke: they build with
 // kustomize's own library (what `kubectl apply -k` runs) and the API server
 // accepts what they render.
 package hub_test
@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
-	"github.com/canopy-policy/canopy/internal/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
 )
 
 // build renders the kustomization in dir as `kustomize build dir` does.

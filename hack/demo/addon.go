@@ -9,7 +9,7 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/canopy-policy/canopy/internal/testenv/ocmagents"
+	"github.com/canopy-policy/canopy/internal/test/ocmagents"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
 )
 

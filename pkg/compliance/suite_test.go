@@ -3,7 +3,7 @@ package compliance
 import (
 	"testing"
 
-	"github.com/canopy-policy/canopy/internal/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
 )
 
 // suite is the API server of the tests that need one, started by the first

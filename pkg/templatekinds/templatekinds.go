@@ -4,7 +4,7 @@
 // (pkg/vet) before a manifest is applied, and the agent's templatesync when
 // a template of a kind without a template CRD reaches a managed cluster.
 //
-// Note: the list must follow pkg/agent.Evaluators; a kind is added here in
+// Note: the list must follow pkg/spoke.Evaluators; a kind is added here in
 // the change that registers its evaluator there.
 package templatekinds
 

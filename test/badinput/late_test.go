@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
 )
 
 // lateWindow is how long a case's expectations must keep holding after its

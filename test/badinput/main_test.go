@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/internal/testenv/olmsim"
+	"github.com/canopy-policy/canopy/internal/test/olmsim"
+	"github.com/canopy-policy/canopy/internal/test/testenv"
 )
 
 // clusterName is the one managed cluster of the corpus.

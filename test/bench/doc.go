@@ -2,7 +2,7 @@
 // API servers (docs/guarantees.md, "Scale"): `make bench` runs its Benchmark functions
 // once each (-benchtime 1x) and prints a markdown table and a JSON file.
 //
-// Every stage starts its own control planes (internal/testenv), seeds them
+// Every stage starts its own control planes (internal/test/testenv), seeds them
 // with a plain client, runs the real controllers as the built binaries
 // (bin/canopy-hub, bin/canopy-agent; `make build`) so that their memory
 // (/proc/<pid>/status VmHWM) and CPU (/proc/<pid>/stat) can be read, and

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
 )
 
 // Hub stage sizes at BENCH_SCALE=1.

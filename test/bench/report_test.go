@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/canopy-policy/canopy/internal/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
 )
 
 // report is what one `make bench` run prints and writes as JSON.

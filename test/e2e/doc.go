@@ -7,7 +7,7 @@
 // clusters a spec runs against, the spec only what it checks. The input
 // function is called in BeforeEach, once the environment exists.
 //
-// By default the suite starts its clusters with internal/testenv (a hub,
+// By default the suite starts its clusters with internal/test/testenv (a hub,
 // cluster1 and cluster2). To run it against existing clusters, for example
 // kind clusters (see kind.sh), name their kubeconfigs:
 //

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/test/testenv"
 	"github.com/canopy-policy/canopy/test/inproc"
 )
 

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/internal/testenv/olmsim"
+	"github.com/canopy-policy/canopy/internal/test/olmsim"
+	"github.com/canopy-policy/canopy/internal/test/testenv"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
 )
 
@@ -38,7 +38,7 @@ type OperatorsSpecInput struct {
 // clusters", across clusters this time: examples/operators, a PolicySet of
 // two OperatorPolicies (op-b waits for op-a) rolled out ProgressivePerGroup,
 // on a hub and three managed clusters of its own, with OLM simulated on each
-// (OLM cannot run here: internal/testenv/olmsim moves OLM's objects through
+// (OLM cannot run here: internal/test/olmsim moves OLM's objects through
 // their phases). The test writes the Placement's decisions as OCM's
 // placement controller would: the canary cluster in group canary, the
 // others in group production.

@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/testenv"
-	"github.com/canopy-policy/canopy/internal/testenv/ocmagents"
+	"github.com/canopy-policy/canopy/internal/test/ocmagents"
+	"github.com/canopy-policy/canopy/internal/test/testenv"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
-	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
+	"github.com/canopy-policy/canopy/pkg/hubrbac"
 )
 
 // joiner is the managed cluster the registration spec joins to a hub of its
@@ -62,7 +62,7 @@ var _ = Describe("Registering a managed cluster", Ordered, func() {
 			Expect(fleet.EnableAddon(ctx, joiner, addon.Name)).To(Succeed())
 			Expect(ocmagents.AddonCredential(ctx, fleet, mc, addon.Name, addon.DefaultInstallNamespace)).To(Succeed())
 			GinkgoWriter.Printf("the addon's hub credential arrived %v after the start\n", time.Since(start).Round(time.Millisecond))
-			Expect(whoAmI(ctx, mc)).To(Equal(agentrbac.User(joiner)), "the agent's identity is the one OCM issued for the addon")
+			Expect(whoAmI(ctx, mc)).To(Equal(hubrbac.User(joiner)), "the agent's identity is the one OCM issued for the addon")
 
 			startAgent(mc)
 			ns := CreateNamespace(ctx, fleet.Hub.Client, "registration")

@@ -1,6 +1,6 @@
 // Package faults proves that Canopy loses nothing under faults, against real
-// API servers (internal/testenv) with the real binaries (cmd/hub and
-// cmd/agent, built by the tests) run as processes, so that a kill is a real
+// API servers (internal/test/testenv) with the real binaries (cmd/hub and
+// cmd/spoke, built by the tests) run as processes, so that a kill is a real
 // SIGKILL:
 //
 //   - TestHubOutage: the hub's API server stops while compliance changes on

@@ -15,8 +15,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/cmdutil/cmdtest"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/test/cmdtest"
+	"github.com/canopy-policy/canopy/internal/test/testenv"
 )
 
 func init() {
@@ -107,12 +107,12 @@ func replica(cluster, name string, templates ...policyv1.PolicyTemplate) *policy
 const agentUser = "canopy-agent"
 
 // newAgent prepares the agent binary for cluster, as the user agentUser
-// holding the agent's generated ClusterRoles (deploy/agent/rbac: its
+// holding the agent's generated ClusterRoles (deploy/spoke/rbac: its
 // machinery, and the default, broad enforcement role).
 func newAgent(t *testing.T, mc *testenv.ManagedCluster) (*process, string) {
 	t.Helper()
 	kubeconfig, err := mc.KubeconfigAs(t.Context(), t.TempDir(), agentUser,
-		"deploy/agent/rbac/role.yaml", "deploy/agent/rbac/enforcement/role.yaml")
+		"deploy/spoke/rbac/role.yaml", "deploy/spoke/rbac/enforcement/role.yaml")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	health := cmdtest.FreeAddress(t)
 	return newProcess(t, "canopy-agent",

@@ -17,7 +17,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	"github.com/canopy-policy/canopy/internal/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
 )
 
 // binDir holds the binaries TestMain builds.
@@ -43,7 +43,7 @@ func buildAndRun(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(binDir)
-	for name, pkg := range map[string]string{"canopy-agent": "./cmd/agent", "canopy-hub": "./cmd/hub"} {
+	for name, pkg := range map[string]string{"canopy-agent": "./cmd/spoke", "canopy-hub": "./cmd/hub"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, name), pkg)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {

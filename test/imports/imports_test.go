@@ -21,9 +21,11 @@ type layer struct {
 	// name names the layer in violations and in mayImport.
 	name string
 	// packages are patterns of package paths relative to the module: a path,
-	// "dir/*" (the packages one level below dir) or "dir/..." (dir and every
-	// package below it). A package belongs to the layer of its most specific
-	// pattern: an exact path, then the longest pattern.
+	// "dir/*" (the packages one level below dir), "dir/..." (dir and every
+	// package below it) or "*suffix" (every package whose name ends in
+	// suffix, as httptest beside net/http). A package belongs to the layer
+	// of its most specific pattern: an exact path, then a name suffix, then
+	// the longest pattern.
 	packages string
 	// mayImport are the layers its packages may import.
 	mayImport string
@@ -34,12 +36,12 @@ type layer struct {
 // controllers share moves down into a leaf.
 var layers = []layer{
 	{"api", "api/... deploy/...", "api"},
-	{"leaf", "pkg/* pkg/hub/agentrbac pkg/agent/evaluator internal/scheme internal/cmdutil", "api leaf"},
-	{"library", "pkg/report pkg/vet pkg/agent/dryrun", "api leaf library"},
-	{"controller", "pkg/hub/* pkg/agent/*", "api leaf library"},
-	{"assembly", "pkg/hub pkg/agent pkg/agent/hubconn", "api leaf library controller assembly"},
+	{"leaf", "pkg/* pkg/spoke/internal/* internal/*", "api leaf"},
+	{"library", "pkg/report pkg/vet pkg/dryrun", "api leaf library"},
+	{"controller", "pkg/hub/* pkg/spoke/*", "api leaf library"},
+	{"assembly", "pkg/hub pkg/spoke", "api leaf library controller assembly"},
 	{"program", "cmd/...", "api leaf library controller assembly"},
-	{"test-only", "internal/testenv/... internal/controlplane/... internal/browser/... internal/cmdutil/cmdtest pkg/hierarchy/hierarchytest pkg/agent/evaluator/evaluatortest", "api leaf library controller assembly test-only"},
+	{"test-only", "internal/test/... *test", "api leaf library controller assembly test-only"},
 	{"tool", "hack/... test/...", "api leaf library controller assembly test-only tool"},
 }
 
@@ -109,7 +111,7 @@ func TestLinksNoOCMComponent(t *testing.T) {
 		}
 	}
 	if len(linked) > 0 {
-		t.Errorf("packages of OCM's components are linked (run them as processes, see internal/testenv/ocmagents):\n  %s",
+		t.Errorf("packages of OCM's components are linked (run them as processes, see internal/test/ocmagents):\n  %s",
 			strings.Join(linked, "\n  "))
 	}
 }
@@ -119,19 +121,19 @@ func TestViolationsCatchesBadImports(t *testing.T) {
 	pkgs := []goPackage{
 		{ImportPath: module + "/pkg/report", Imports: []string{module + "/pkg/hub/propagator", module + "/pkg/compliance", "fmt"}},
 		{ImportPath: module + "/pkg/hub/rootstatus", Imports: []string{module + "/pkg/hub/propagator", module + "/pkg/replica"}},
-		{ImportPath: module + "/pkg/agent/syncer", Imports: []string{module + "/pkg/agent/dryrun", module + "/internal/controlplane"}},
+		{ImportPath: module + "/pkg/spoke/syncer", Imports: []string{module + "/pkg/dryrun", module + "/internal/test/controlplane"}},
 		{ImportPath: module + "/pkg/hub", Imports: []string{module + "/pkg/hub/propagator"}},
 		{ImportPath: module + "/api/v1", Imports: []string{module + "/pkg/compliance"}},
-		{ImportPath: module + "/cmd/hub", Imports: []string{module + "/pkg/hub", module + "/internal/testenv"}},
+		{ImportPath: module + "/cmd/hub", Imports: []string{module + "/pkg/hub", module + "/internal/test/testenv"}},
 		{ImportPath: module + "/somewhere/new"},
 	}
 	got := violations(pkgs, layers)
 	want := []string{
 		"api/v1 (api) imports pkg/compliance (leaf)",
-		"cmd/hub (program) imports internal/testenv (test-only)",
-		"pkg/agent/syncer (controller) imports internal/controlplane (test-only)",
+		"cmd/hub (program) imports internal/test/testenv (test-only)",
 		"pkg/hub/rootstatus (controller) imports pkg/hub/propagator (controller)",
 		"pkg/report (library) imports pkg/hub/propagator (controller)",
+		"pkg/spoke/syncer (controller) imports internal/test/controlplane (test-only)",
 		"somewhere/new is in no layer: add it to the table in test/imports",
 	}
 	if !slices.Equal(got, want) {
@@ -142,13 +144,13 @@ func TestViolationsCatchesBadImports(t *testing.T) {
 func TestLayerOf(t *testing.T) {
 	for pkg, want := range map[string]string{
 		"api/v1": "api", "api/hierarchy/v1alpha1": "api", "deploy/crds": "api",
-		"pkg/compliance": "leaf", "pkg/hub/agentrbac": "leaf", "pkg/agent/evaluator": "leaf", "pkg/enqueue": "leaf", "internal/scheme": "leaf",
-		"pkg/report": "library", "pkg/agent/dryrun": "library",
-		"pkg/hub/propagator": "controller", "pkg/agent/syncer": "controller",
-		"pkg/hub": "assembly", "pkg/agent": "assembly", "pkg/agent/hubconn": "assembly",
-		"internal/testenv": "test-only", "internal/controlplane": "test-only", "internal/browser": "test-only",
-		"pkg/agent/evaluator/evaluatortest": "test-only", "cmd/kubectl-canopy": "program", "test/e2e": "tool", "hack/demo": "tool",
-		"pkg/hub/propagator/sub": "", "internal/other": "",
+		"pkg/compliance": "leaf", "pkg/hubrbac": "leaf", "pkg/spoke/internal/clusterns": "leaf", "pkg/spoke/internal/evaluator": "leaf", "pkg/spoke/internal/enqueue": "leaf", "internal/scheme": "leaf",
+		"pkg/report": "library", "pkg/dryrun": "library",
+		"pkg/hub/propagator": "controller", "pkg/spoke/syncer": "controller",
+		"pkg/hub": "assembly", "pkg/spoke": "assembly", "internal/cmdutil": "leaf",
+		"internal/test/testenv": "test-only", "internal/test/controlplane": "test-only", "internal/test/browser": "test-only", "internal/test/cmdtest": "test-only", "pkg/hierarchy/hierarchytest": "test-only",
+		"pkg/spoke/internal/evaluator/evaluatortest": "test-only", "cmd/kubectl-canopy": "program", "test/e2e": "tool", "hack/demo": "tool",
+		"pkg/hub/propagator/sub": "", "internal/scheme/sub": "",
 	} {
 		if got := layerOf(pkg, layers); got.name != want {
 			t.Errorf("layerOf(%s) = %q, want %q", pkg, got.name, want)
@@ -208,11 +210,16 @@ func specificity(pattern, pkg string) int {
 		return 1 << 16
 	case !matches(pattern, pkg):
 		return -1
+	case strings.HasPrefix(pattern, "*"):
+		return 1 << 15
 	}
 	return len(pattern)
 }
 
 func matches(pattern, pkg string) bool {
+	if suffix, ok := strings.CutPrefix(pattern, "*"); ok {
+		return strings.HasSuffix(path.Base(pkg), suffix)
+	}
 	if dir, ok := strings.CutSuffix(pattern, "/..."); ok {
 		return pkg == dir || strings.HasPrefix(pkg, dir+"/")
 	}

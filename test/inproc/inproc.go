@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/canopy-policy/canopy/pkg/agent"
 	"github.com/canopy-policy/canopy/pkg/hub"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
+	"github.com/canopy-policy/canopy/pkg/spoke"
 )
 
 // testInterval replaces, in RunAgent, the agent's retry delay and Lease
@@ -108,15 +108,15 @@ func StartAgent(t testing.TB, cluster string, managed, hub *rest.Config) {
 
 // AgentOptions are the options of StartAgent: the agent that ships, for
 // cluster, reaching the hub as hub.
-func AgentOptions(cluster string, hub *rest.Config) agent.Options {
-	return agent.Options{HubConfig: hub, ClusterName: cluster}
+func AgentOptions(cluster string, hub *rest.Config) spoke.Options {
+	return spoke.Options{HubConfig: hub, ClusterName: cluster}
 }
 
-// RunAgent runs the agent as cmd/agent assembles it (agent.ManagerOptions
-// and agent.Setup) against the managed cluster, until Stop or until ctx
-// ends. Unlike cmd/agent, it retries the hub and renews its Leases every
+// RunAgent runs the agent as cmd/spoke assembles it (spoke.ManagerOptions
+// and spoke.Setup) against the managed cluster, until Stop or until ctx
+// ends. Unlike cmd/spoke, it retries the hub and renews its Leases every
 // second unless opts say otherwise, and names itself after its cluster.
-func RunAgent(ctx context.Context, managed *rest.Config, opts agent.Options) (*Running, error) {
+func RunAgent(ctx context.Context, managed *rest.Config, opts spoke.Options) (*Running, error) {
 	if opts.HubRetryDelay == 0 {
 		opts.HubRetryDelay = testInterval
 	}
@@ -126,11 +126,11 @@ func RunAgent(ctx context.Context, managed *rest.Config, opts agent.Options) (*R
 	if opts.Instance == "" {
 		opts.Instance = opts.ClusterName
 	}
-	mgr, err := newManager(managed, agent.ManagerOptions(opts))
+	mgr, err := newManager(managed, spoke.ManagerOptions(opts))
 	if err != nil {
 		return nil, err
 	}
-	if err := agent.Setup(ctx, mgr, opts); err != nil {
+	if err := spoke.Setup(ctx, mgr, opts); err != nil {
 		return nil, err
 	}
 	return start(ctx, mgr), nil

@@ -7,7 +7,7 @@
 //     and real requests);
 //   - no Secret value appears in any log, event or status, when policies
 //     compare, enforce or propagate Secrets;
-//   - the agent works with its minimal ClusterRole (deploy/agent/rbac) and a
+//   - the agent works with its minimal ClusterRole (deploy/spoke/rbac) and a
 //     narrowed enforcement ClusterRole, and a template writing beyond it
 //     is NonCompliant with the API server's Forbidden message.
 package security

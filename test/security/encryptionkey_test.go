@@ -15,11 +15,11 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/canopy-policy/canopy/deploy/agent"
+	"github.com/canopy-policy/canopy/deploy/spoke/rbac"
 	"github.com/canopy-policy/canopy/internal/scheme"
-	"github.com/canopy-policy/canopy/internal/testenv"
-	canopyagent "github.com/canopy-policy/canopy/pkg/agent"
-	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
+	"github.com/canopy-policy/canopy/internal/test/testenv"
+	"github.com/canopy-policy/canopy/pkg/hubrbac"
+	"github.com/canopy-policy/canopy/pkg/spoke"
 	"github.com/canopy-policy/canopy/pkg/templating"
 	"github.com/canopy-policy/canopy/test/inproc"
 )
@@ -34,10 +34,10 @@ func TestAgentReadsOnlyItsKey(t *testing.T) {
 	suite.Get(t) // starts env on first use
 	g := NewWithT(t)
 	for _, id := range []identity{
-		{name: "cluster1, issued by OCM", cfg: env.Managed[0].HubConfig, user: agentrbac.User("cluster1"),
-			groups: agentrbac.Groups("cluster1"), own: "cluster1", other: "cluster2"},
-		{name: "cluster2, issued by OCM", cfg: env.Managed[1].HubConfig, user: agentrbac.User("cluster2"),
-			groups: agentrbac.Groups("cluster2"), own: "cluster2", other: "cluster1"},
+		{name: "cluster1, issued by OCM", cfg: env.Managed[0].HubConfig, user: hubrbac.User("cluster1"),
+			groups: hubrbac.Groups("cluster1"), own: "cluster1", other: "cluster2"},
+		{name: "cluster2, issued by OCM", cfg: env.Managed[1].HubConfig, user: hubrbac.User("cluster2"),
+			groups: hubrbac.Groups("cluster2"), own: "cluster2", other: "cluster1"},
 	} {
 		t.Run(id.name, func(t *testing.T) {
 			key := templating.EncryptionKeySecret
@@ -154,7 +154,7 @@ func createSecret(t *testing.T, namespace, name string) *corev1.Secret {
 const keyCopyUser = "canopy-agent-keycopy"
 
 // TestRestrictedAgentCopiesKey runs the agent with only its generated
-// minimal ClusterRole (deploy/agent/rbac/role.yaml) and its hub identity:
+// minimal ClusterRole (deploy/spoke/rbac/role.yaml) and its hub identity:
 // that is enough to copy the cluster's encryption key to the managed
 // cluster and to delete the copy with the hub's key, and no other Secret
 // of the cluster namespace is copied.
@@ -164,8 +164,8 @@ func TestRestrictedAgentCopiesKey(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	mc := env.Cluster("cluster2")
-	running, err := inproc.RunAgent(context.Background(), minimalIdentity(t, mc, keyCopyUser), canopyagent.Options{
-		HubConfig: mc.HubConfig, ClusterName: mc.Name, Evaluators: canopyagent.NoEvaluators,
+	running, err := inproc.RunAgent(context.Background(), minimalIdentity(t, mc, keyCopyUser), spoke.Options{
+		HubConfig: mc.HubConfig, ClusterName: mc.Name, Evaluators: spoke.NoEvaluators,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { g.Expect(running.Stop()).To(Succeed()) })
@@ -191,7 +191,7 @@ func TestRestrictedAgentCopiesKey(t *testing.T) {
 func minimalIdentity(t *testing.T, mc *testenv.ManagedCluster, user string) *rest.Config {
 	t.Helper()
 	g := NewWithT(t)
-	role, err := agent.ClusterRole()
+	role, err := rbac.ClusterRole()
 	g.Expect(err).NotTo(HaveOccurred())
 	role.Name = user
 	binding := &rbacv1.ClusterRoleBinding{

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/scheme"
-	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
+	"github.com/canopy-policy/canopy/pkg/hubrbac"
 )
 
 // identity is an agent's hub identity under test.
@@ -40,10 +40,10 @@ func TestAgentHubIdentity(t *testing.T) {
 	g := NewWithT(t)
 	rootNS := controlplane.Namespace(t, env.Hub.Client)
 	for _, id := range []identity{
-		{name: "cluster1, issued by OCM", cfg: env.Managed[0].HubConfig, user: agentrbac.User("cluster1"),
-			groups: agentrbac.Groups("cluster1"), own: "cluster1", other: "cluster2", rootNamespace: rootNS},
-		{name: "cluster2, issued by OCM", cfg: env.Managed[1].HubConfig, user: agentrbac.User("cluster2"),
-			groups: agentrbac.Groups("cluster2"), own: "cluster2", other: "cluster1", rootNamespace: rootNS},
+		{name: "cluster1, issued by OCM", cfg: env.Managed[0].HubConfig, user: hubrbac.User("cluster1"),
+			groups: hubrbac.Groups("cluster1"), own: "cluster1", other: "cluster2", rootNamespace: rootNS},
+		{name: "cluster2, issued by OCM", cfg: env.Managed[1].HubConfig, user: hubrbac.User("cluster2"),
+			groups: hubrbac.Groups("cluster2"), own: "cluster2", other: "cluster1", rootNamespace: rootNS},
 	} {
 		t.Run(id.name, func(t *testing.T) {
 			for _, c := range accessChecks(id) {

@@ -8,9 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/canopy-policy/canopy/deploy/agent"
-	"github.com/canopy-policy/canopy/internal/controlplane"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/deploy/spoke/rbac"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/testenv"
 	"github.com/canopy-policy/canopy/test/inproc"
 )
 
@@ -19,7 +19,7 @@ import (
 const restrictedUser = "canopy-agent-restricted"
 
 // TestRestrictedAgent runs the agent with only its generated minimal
-// ClusterRole (deploy/agent/rbac/role.yaml) and an enforcement ClusterRole
+// ClusterRole (deploy/spoke/rbac/role.yaml) and an enforcement ClusterRole
 // narrowed to ConfigMaps: its own machinery works (policies arrive,
 // templates are created and evaluated, compliance reaches the hub), a
 // ConfigMap is enforced, and enforcing a Secret is NonCompliant with the
@@ -66,7 +66,7 @@ spec:
 func restrictedIdentity(t *testing.T, mc *testenv.ManagedCluster) *rest.Config {
 	t.Helper()
 	g := NewWithT(t)
-	minimal, err := agent.ClusterRole()
+	minimal, err := rbac.ClusterRole()
 	g.Expect(err).NotTo(HaveOccurred())
 	minimal.Name = restrictedUser
 	narrowed := &rbacv1.ClusterRole{

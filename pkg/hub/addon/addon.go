@@ -12,20 +12,20 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
-	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
+	"github.com/canopy-policy/canopy/pkg/hubrbac"
 )
 
 const (
 	// Name is the addon's name: the ClusterManagementAddOn, every
 	// ManagedClusterAddOn and the agent's health Lease are named so.
-	Name = agentrbac.AddonName
+	Name = hubrbac.AddonName
 	// AgentName names the agent's Deployment, ServiceAccount and
 	// ClusterRoleBinding on the managed cluster, and the agent in its OCM
 	// user name.
-	AgentName = agentrbac.AgentName
+	AgentName = hubrbac.AgentName
 	// EnforcementClusterRoleName names the ClusterRole (and its binding) of
 	// what the agent's policies read and write on the managed cluster,
-	// deploy/agent/rbac/enforcement/role.yaml.
+	// deploy/spoke/rbac/enforcement/role.yaml.
 	EnforcementClusterRoleName = AgentName + "-enforcement"
 	// DefaultImage is the agent image when neither --agent-image nor an
 	// AddOnDeploymentConfig says otherwise.

@@ -23,7 +23,7 @@ import (
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
+	"github.com/canopy-policy/canopy/pkg/hubrbac"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -233,15 +233,15 @@ func TestAgentAddonOptions(t *testing.T) {
 	a, err := NewAgentAddon(Options{}, configs{}, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	opts := a.GetAgentAddonOptions()
-	g.Expect(opts.AddonName).To(Equal(agentrbac.AddonName))
+	g.Expect(opts.AddonName).To(Equal(hubrbac.AddonName))
 	g.Expect(opts.HealthProber.Type).To(Equal(agent.HealthProberTypeLease))
 	g.Expect(opts.SupportedConfigGVRs).To(ConsistOf(utils.AddOnDeploymentConfigGVR))
 	regs, err := opts.Registration.Configurations(t.Context(), managedCluster("c1"), mca("c1", ""))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(regs).To(HaveLen(1))
 	subject := regs[0].RegistrationAPI().KubeClient.Subject
-	g.Expect(subject.User).To(Equal(agentrbac.User("c1")))
-	g.Expect(subject.Groups).To(Equal(agentrbac.Groups("c1")))
+	g.Expect(subject.User).To(Equal(hubrbac.User("c1")))
+	g.Expect(subject.Groups).To(Equal(hubrbac.Groups("c1")))
 	ns, err := opts.AgentInstallNamespace(t.Context(), mca("c1", ""))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ns).To(Equal(DefaultInstallNamespace))

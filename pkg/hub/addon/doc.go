@@ -13,7 +13,7 @@
 //     CSR flow into the hub kubeconfig secret), status.namespace and the
 //     RegistrationApplied, ManifestApplied and Available conditions;
 //   - through the permission hook (Permission), the agent's Role and
-//     RoleBinding in the cluster namespace, from pkg/hub/agentrbac.
+//     RoleBinding in the cluster namespace, from pkg/hubrbac.
 //
 // Manager also creates the ClusterManagementAddOn canopy-policy when it is
 // missing (the hub kustomize base in deploy/hub carries the same object).

@@ -17,9 +17,9 @@ import (
 	workv1 "open-cluster-management.io/api/work/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/test/testenv"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
-	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
+	"github.com/canopy-policy/canopy/pkg/hubrbac"
 )
 
 // TestManagerInstallsAgent runs the addon manager on a real hub API server
@@ -57,8 +57,8 @@ func TestManagerInstallsAgent(t *testing.T) {
 	g.Expect(mca.Status.Registrations).To(HaveLen(1))
 	reg := mca.Status.Registrations[0]
 	g.Expect(reg.Type).To(Equal(addonv1beta1.KubeClient))
-	g.Expect(reg.KubeClient.Subject.User).To(Equal(agentrbac.User(cluster)))
-	g.Expect(reg.KubeClient.Subject.Groups).To(Equal(agentrbac.Groups(cluster)))
+	g.Expect(reg.KubeClient.Subject.User).To(Equal(hubrbac.User(cluster)))
+	g.Expect(reg.KubeClient.Subject.Groups).To(Equal(hubrbac.Groups(cluster)))
 
 	expectAgentRBAC(t, c, cluster, mca)
 	expectManifestWork(t, c, cluster)
@@ -85,12 +85,12 @@ func expectAgentRBAC(t *testing.T, c client.Client, cluster string, mca *addonv1
 	g := NewWithT(t)
 	ctx := t.Context()
 	role, binding := &rbacv1.Role{}, &rbacv1.RoleBinding{}
-	key := client.ObjectKey{Namespace: cluster, Name: agentrbac.Name}
+	key := client.ObjectKey{Namespace: cluster, Name: hubrbac.Name}
 	g.Eventually(func() error { return c.Get(ctx, key, role) }).Should(Succeed())
-	g.Expect(role.Rules).To(Equal(agentrbac.Rules()))
+	g.Expect(role.Rules).To(Equal(hubrbac.Rules()))
 	g.Expect(role.OwnerReferences).To(ConsistOf(HaveField("UID", mca.UID)))
 	g.Expect(c.Get(ctx, key, binding)).To(Succeed())
-	g.Expect(binding.Subjects).To(ConsistOf(agentrbac.GroupSubject(cluster)))
+	g.Expect(binding.Subjects).To(ConsistOf(hubrbac.GroupSubject(cluster)))
 	g.Expect(binding.RoleRef.Name).To(Equal(role.Name))
 }
 

@@ -12,28 +12,28 @@ import (
 	addonv1beta1 "open-cluster-management.io/api/addon/v1beta1"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
-	"github.com/canopy-policy/canopy/pkg/hub/agentrbac"
+	"github.com/canopy-policy/canopy/pkg/hubrbac"
 )
 
 // Permission is the addon's permission hook: it grants the agent of a
-// cluster agentrbac's Role in that cluster's namespace (policies and their
+// cluster hubrbac's Role in that cluster's namespace (policies and their
 // status, events, the lease; nothing more), bound to the group OCM's
 // registration gives only that agent. Both objects are owned by the
 // ManagedClusterAddOn, so that disabling the addon revokes them.
 //
-// Note: the binding names agentrbac.Group, never the subjects of the
+// Note: the binding names hubrbac.Group, never the subjects of the
 // registration status, which also hold a group shared by the agents of
 // every cluster. A Role or RoleBinding that exists already keeps its
 // metadata (addon-framework's apply only fixes rules, subjects and roleRef).
 func Permission(kube kubernetes.Interface) agent.PermissionConfigFunc {
 	return func(ctx context.Context, cluster *clusterv1.ManagedCluster, mca *addonv1beta1.ManagedClusterAddOn) error {
 		owner := ownerReference(mca)
-		role := agentrbac.Role(cluster.Name)
+		role := hubrbac.Role(cluster.Name)
 		role.OwnerReferences = []metav1.OwnerReference{owner}
 		if _, _, err := utils.ApplyRole(ctx, kube.RbacV1(), role); err != nil {
 			return fmt.Errorf("applying Role %s/%s: %w", role.Namespace, role.Name, err)
 		}
-		binding := agentrbac.RoleBinding(cluster.Name, agentrbac.GroupSubject(cluster.Name))
+		binding := hubrbac.RoleBinding(cluster.Name, hubrbac.GroupSubject(cluster.Name))
 		binding.OwnerReferences = []metav1.OwnerReference{owner}
 		if _, _, err := utils.ApplyRoleBinding(ctx, kube.RbacV1(), binding); err != nil {
 			return fmt.Errorf("applying RoleBinding %s/%s: %w", binding.Namespace, binding.Name, err)

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/canopy-policy/canopy/deploy/agent"
 	"github.com/canopy-policy/canopy/deploy/crds"
+	"github.com/canopy-policy/canopy/deploy/spoke/rbac"
 )
 
 //go:embed manifests/*.yaml
@@ -78,12 +78,12 @@ func render(v values) ([]runtime.Object, error) {
 }
 
 // staticManifests are the manifests every cluster gets unchanged: the
-// agent's ClusterRoles (deploy/agent/rbac/role.yaml for its machinery,
-// deploy/agent/rbac/enforcement/role.yaml for what policies enforce) and the agent CRDs
+// agent's ClusterRoles (deploy/spoke/rbac/role.yaml for its machinery,
+// deploy/spoke/rbac/enforcement/role.yaml for what policies enforce) and the agent CRDs
 // (deploy/crds) but those only the hub uses.
 func staticManifests() ([]runtime.Object, error) {
 	var objs []runtime.Object
-	for _, get := range []func() (*rbacv1.ClusterRole, error){agent.ClusterRole, agent.EnforcementClusterRole} {
+	for _, get := range []func() (*rbacv1.ClusterRole, error){rbac.ClusterRole, rbac.EnforcementClusterRole} {
 		role, err := get()
 		if err != nil {
 			return nil, err

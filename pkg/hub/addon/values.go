@@ -36,7 +36,7 @@ type values struct {
 	AgentName        string
 	ClusterRoleName  string
 	// EnforcementClusterRoleName is the ClusterRole of what policies read
-	// and write (deploy/agent/enforcement.go), bound apart so that cluster
+	// and write (deploy/spoke/rbac/enforcement.go), bound apart so that cluster
 	// administrators can narrow it.
 	EnforcementClusterRoleName string
 	HubKubeconfigSecret        string

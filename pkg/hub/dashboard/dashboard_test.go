@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/browser"
-	"github.com/canopy-policy/canopy/internal/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/browser"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
 	"github.com/canopy-policy/canopy/pkg/hub/dashboard"
 )
 

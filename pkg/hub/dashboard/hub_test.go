@@ -24,7 +24,7 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
 	"github.com/canopy-policy/canopy/internal/cmdutil"
-	"github.com/canopy-policy/canopy/internal/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
 	"github.com/canopy-policy/canopy/pkg/hub"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/canopy-policy/canopy/internal/browser"
+	"github.com/canopy-policy/canopy/internal/test/browser"
 )
 
 // temporary: screenshots for a look

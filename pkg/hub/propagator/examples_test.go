@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
 )
 
 // TestExamples applies examples/propagation as a new user would and checks

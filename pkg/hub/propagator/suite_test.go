@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/canopy-policy/canopy/internal/controlplane"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/testenv"
 	"github.com/canopy-policy/canopy/pkg/hub"
 )
 

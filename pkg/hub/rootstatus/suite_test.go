@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/canopy-policy/canopy/internal/controlplane"
 	"github.com/canopy-policy/canopy/internal/scheme"
-	"github.com/canopy-policy/canopy/internal/testenv"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/testenv"
 	"github.com/canopy-policy/canopy/pkg/hub"
 	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
 )
