@@ -102,10 +102,10 @@ func testAPI(t *testing.T, base string) {
 	g.Expect(m.Sets[0].Members).To(Equal([]string{installCertManager.name, issuer.name}))
 	testDetailAPIs(t, base)
 	testServing(t, base)
-	dumpJSON(t, base+"/api/matrix", "matrix")
-	dumpJSON(t, base+"/api/policysets/policies/cert-manager", "set")
-	dumpJSON(t, base+"/api/policies/policies/needs-missing", "needs-missing")
-	dumpJSON(t, base+"/api/policies/policies/network-policies", "network-policies")
+	captureJSON(t, base+"/api/matrix", "matrix")
+	captureJSON(t, base+"/api/policysets/policies/cert-manager", "set")
+	captureJSON(t, base+"/api/policies/policies/needs-missing", "needs-missing")
+	captureJSON(t, base+"/api/policies/policies/network-policies", "network-policies")
 }
 
 // testDetailAPIs reads a policy's and a set's JSON.
@@ -289,7 +289,7 @@ func testBrowser(t *testing.T, c client.Client, base string) {
 	g.Expect(b.Text("#updated")).To(HavePrefix("Last updated"))
 	testOverviewGraph(t, b, base)
 	testHoverReason(t, b, base)
-	shots(t, b, "overview")
+	screenshot(t, b, "overview")
 	if *update {
 		saveScreenshot(t, b)
 	}
@@ -319,7 +319,7 @@ func testRollout(t *testing.T, b *browser.Browser, base string) {
 	}).WithTimeout(30 * time.Second).Should(MatchRegexp(`^Progressive: (Progressing|Succeeded)`))
 	g.Expect(b.Text("#rollout table.rollout tbody tr td")).To(Equal("prod"), "the group's placement")
 	g.Expect(b.Text("#rollout table.rollout tbody tr")).To(ContainSubstring("prod-east"))
-	shots(t, b, "rollout")
+	screenshot(t, b, "rollout")
 }
 
 // testOverviewGraph checks the overview's graph against the API: the
@@ -466,10 +466,10 @@ func testSetPage(t *testing.T, b *browser.Browser, base string) {
 	expectGraphAsAPI(g, b, set.Graph)
 	g.Expect(b.Nodes(`svg#graph g.node.focus[data-node="PolicySet/policies/cert-manager"]`)).To(HaveLen(1))
 	g.Expect(b.Text("#rollouts")).To(Equal("No member has a rollout strategy."))
-	shots(t, b, "set")
+	screenshot(t, b, "set")
 	g.Expect(b.Navigate(base + "/policies/policies/ordered-install")).To(Succeed())
 	time.Sleep(time.Second)
-	shots(t, b, "policy")
+	screenshot(t, b, "policy")
 }
 
 func saveScreenshot(t *testing.T, b *browser.Browser) {

@@ -1,17 +1,19 @@
 package propagator_test
 
 import (
-	"os"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+	"github.com/canopy-policy/canopy/internal/test/capture"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
 )
 
@@ -53,7 +55,7 @@ func TestRolloutPolicySetAsUnit(t *testing.T) {
 	report(t, "cluster-a", ns, "op-b", policyv1.Compliant)
 	expectReplicasOn(t, ns, "op-a", clusters...)
 	expectReplicasOn(t, ns, "op-b", clusters...)
-	dumpPolicy(t, ns, "op-a", "ROLLOUT_YAML_PROGRESSING")
+	captureObject(t, &policyv1.Policy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "op-a"}}, policyv1.GroupVersion.WithKind(policyv1.PolicyKind), "progressing")
 	for _, c := range []string{"cluster-b", "cluster-c"} {
 		report(t, c, ns, "op-a", policyv1.Compliant)
 		report(t, c, ns, "op-b", policyv1.Compliant)
@@ -104,43 +106,26 @@ func TestRolloutPolicySetStopsOnMemberFailure(t *testing.T) {
 	}, "1s").Should(Succeed())
 	expectSetCondition(t, ns, "operators", metav1.ConditionFalse, propagator.ReasonMaxFailuresReached,
 		"The rollout of the set stopped (policies stopped: op-a, op-b): Cluster cluster-a of Placement groups")
-	dumpPolicy(t, ns, "op-b", "ROLLOUT_YAML_STOPPED")
-	dumpSet(t, ns, "operators", "ROLLOUT_YAML_SET")
+	captureObject(t, &policyv1.Policy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "op-b"}}, policyv1.GroupVersion.WithKind(policyv1.PolicyKind), "stopped")
+	captureObject(t, &policyv1beta1.PolicySet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "operators"}}, policyv1beta1.GroupVersion.WithKind(policyv1beta1.PolicySetKind), "set")
 
 	report(t, "cluster-a", ns, "op-b", policyv1.Compliant)
 	expectReplicasOn(t, ns, "op-a", clusters...)
 	expectReplicasOn(t, ns, "op-b", clusters...)
 }
 
-// dumpPolicy writes the root policy ns/name as YAML, as kubectl get -o yaml
-// shows it, to the file the environment variable names, if set: the
-// README quotes it.
-func dumpPolicy(t *testing.T, ns, name, variable string) {
-	path := os.Getenv(variable)
-	if path == "" {
+// captureObject captures obj as kubectl get -o yaml prints it, as
+// rollout-name.yaml (make captures).
+func captureObject(t *testing.T, obj client.Object, gvk schema.GroupVersionKind, name string) {
+	t.Helper()
+	if !capture.Enabled() {
 		return
 	}
 	g := NewWithT(t)
-	p := getPolicy(g, t.Context(), ns, name)
-	p.ManagedFields = nil
-	p.SetGroupVersionKind(policyv1.GroupVersion.WithKind(policyv1.PolicyKind))
-	out, err := yaml.Marshal(p)
+	g.Expect(env.Hub.Client.Get(t.Context(), client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+	obj.SetManagedFields(nil)
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	out, err := yaml.Marshal(obj)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(os.WriteFile(path, out, 0o600)).To(Succeed())
-}
-
-// dumpSet is dumpPolicy for the PolicySet ns/name.
-func dumpSet(t *testing.T, ns, name, variable string) {
-	path := os.Getenv(variable)
-	if path == "" {
-		return
-	}
-	g := NewWithT(t)
-	set := &policyv1beta1.PolicySet{}
-	g.Expect(env.Hub.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, set)).To(Succeed())
-	set.ManagedFields = nil
-	set.SetGroupVersionKind(policyv1beta1.GroupVersion.WithKind(policyv1beta1.PolicySetKind))
-	out, err := yaml.Marshal(set)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(os.WriteFile(path, out, 0o600)).To(Succeed())
+	capture.Write(t, "rollout-"+name+".yaml", out)
 }
