@@ -19,12 +19,12 @@ const DefaultPendingGrace = 5 * time.Second
 // pendingGrace remembers since when each template not reported yet has
 // waited on dependencies that are on their way: they exist and have not
 // been evaluated yet. When thousands of Policies arrive at once (an agent's
-// first start, a new fleet-wide PolicySet), most dependants used to report
-// Pending on such a dependency, and then report again a moment later when
-// it turned Compliant: a Pending event, the local and the hub Policy's
-// status written twice, for a state nobody had time to see. Within the
-// grace, the dependant reports nothing (as before its first evaluation);
-// past it, it reports Pending as before.
+// first start, a new fleet-wide PolicySet), a dependant would otherwise
+// report Pending on such a dependency and report again a moment later when
+// it turns Compliant: a Pending event, the local and the hub Policy's status
+// written twice, for a state nobody has time to see. Within the grace, the
+// dependant reports nothing (as before its first evaluation: its status
+// stays unknown, never Compliant); past it, it reports Pending.
 //
 // Only a template's first report waits: one that has reported anything
 // reports a change at once. A dependency with a compliance that does not

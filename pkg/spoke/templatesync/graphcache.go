@@ -17,13 +17,11 @@ import (
 
 // graphCache keeps each namespace's dependency graph up to date one Policy
 // at a time. Every reconcile needs the graph of the whole namespace (to
-// find cycles), and computing a Policy's node decodes all its templates:
-// built from every Policy on each reconcile, a namespace of n policies
-// costs O(n²) decodes (make bench: dependency latency at 2,000 policies);
-// built again whenever a Policy appeared, a fifth of the agent's CPU went to
-// listing and linking the namespace's Policies during a burst of new ones,
-// under one lock that every reconcile waits for (make bench: agent CPU
-// profile).
+// find cycles), and computing a Policy's node decodes all its templates, so
+// only the nodes of Policies that changed are computed again, and the
+// namespace's Policies are listed only the first time and when the template
+// kinds change: a burst of n new Policies costs O(n) decodes, not O(n²),
+// under the one lock every reconcile takes.
 type graphCache struct {
 	mu         sync.Mutex
 	namespaces map[string]*namespaceGraph
