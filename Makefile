@@ -44,6 +44,10 @@ vet: ## Run go vet.
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml: govet, staticcheck, errcheck, gosec, ...).
 	$(GOLANGCI_LINT) run ./...
 
+.PHONY: docs
+docs: ## Regenerate docs/cli.md from kubectl-canopy's own help.
+	go test -count=1 -run '^TestCLIReference$$' ./cmd/kubectl-canopy -update
+
 .PHONY: verify
 verify: ## Fail when a generated file or go.mod is stale.
 	hack/verify-generated.sh

@@ -22,7 +22,7 @@ import (
 	"github.com/canopy-policy/canopy/test/inproc"
 )
 
-var update = flag.Bool("update", false, "Rewrite the golden files under testdata/ with the output of this run.")
+var update = flag.Bool("update", false, "Rewrite the golden files under testdata/, and docs/cli.md, with the output of this run.")
 
 // readClusters are the managed clusters of the read commands' hub; they
 // exist as names only, the test playing their agents.
