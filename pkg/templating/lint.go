@@ -37,7 +37,7 @@ const (
 // library's for object templates: it skips the object being templated.
 const SkipObjectFunction = "skipObject"
 
-// libraryFunctions are the functions go-template-utils v7.1.0 defines
+// libraryFunctions are the functions go-template-utils v7.3.0 defines
 // itself, besides the sprig functions it re-exports
 // (templates.AvailableSprigFunctions) and text/template's builtins.
 // "protect" is defined everywhere but only works where encryption is on,
@@ -54,6 +54,12 @@ var libraryFunctions = []string{
 	"mustFromJSON", "mustToJSON", "mustToRawJSON", "protect", "toBool", "toInt",
 	"toJSON", "toLiteral", "toRawJSON", "toYAML", "toYaml",
 }
+
+// AlwaysDeniedFunctions are the sprig functions the library refuses in every
+// template, whatever its deny-list: they would read the environment of the
+// process resolving the template. A template calling one fails with the
+// library's ErrDenylistedFunctionUsed.
+var AlwaysDeniedFunctions = []string{"env", "expandenv"}
 
 // clusterFunctions read objects of the cluster the template is resolved
 // on that a managed cluster has and a hub does not use: its ClusterClaims

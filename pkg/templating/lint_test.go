@@ -38,6 +38,11 @@ func TestLibraryFunctions(t *testing.T) {
 			if slices.Contains(r.Functions(), name) || isBuiltin(name) {
 				continue
 			}
+			if slices.Contains(AlwaysDeniedFunctions, name) {
+				_, err := call(resolver, r, name+` "HOME"`)
+				g.Expect(err).To(MatchError(templates.ErrDenylistedFunctionUsed), "%s: %s", r, name)
+				continue
+			}
 			_, err := resolve(resolver, r, name)
 			g.Expect(err).To(MatchError(ContainSubstring(`function "`+name+`" not defined`)), "%s: %s", r, name)
 		}
@@ -170,6 +175,13 @@ func resolve(resolver *templates.TemplateResolver, r Resolver, function string) 
 		opts.CustomFunctions = map[string]any{SkipObjectFunction: func() string { return "" }}
 	}
 	return resolver.ResolveTemplate([]byte(tmpl), nil, opts)
+}
+
+// call resolves a template of r that calls function (with its arguments).
+func call(resolver *templates.TemplateResolver, r Resolver, function string) (templates.TemplateResult, error) {
+	start, stop := r.Delims()
+	quoted := strings.ReplaceAll(function, `"`, `\"`) // inside a JSON string
+	return resolver.ResolveTemplate([]byte(`{"a": "`+start+` `+quoted+` `+stop+`"}`), nil, &templates.ResolveOptions{})
 }
 
 func isBuiltin(name string) bool {

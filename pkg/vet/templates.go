@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -277,6 +278,8 @@ func (u templateUnit) functionHint(name string) string {
 		return fmt.Sprintf(": %q is read as \"{{\" followed by \"hub\"; a hub template is \"{{hub ... hub}}\"", templating.HubStartDelim)
 	case name == templating.SkipObjectFunction:
 		return ": skipObject exists only in the managed templates of object-templates[].objectDefinition"
+	case slices.Contains(templating.AlwaysDeniedFunctions, name):
+		return ": the template library always denies it (it would read the environment of the process resolving the template)"
 	case u.resolver == templating.CustomMessage && templating.Managed.HasFunction(name):
 		return ": customMessage templates have only the sprig functions (and .DefaultMessage and .Policy)"
 	}

@@ -37,7 +37,7 @@ var templateCases = []struct {
 		`24 error template hub template: function "skipObject" not defined: skipObject exists only in the managed templates`,
 		`25 error template managed template: protect works only in hub templates`,
 		`26 error template managed template: function "toUpperCase" not defined`,
-		`27 error template managed template: function "sha256sum" not defined`,
+		`27 error template managed template: function "env" not defined: the template library always denies it`,
 		`44 error template object-templates-raw template: function "skipObject" not defined`,
 	},
 }, {
