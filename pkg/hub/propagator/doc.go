@@ -2,7 +2,11 @@
 // namespaces of the managed clusters their PlacementBindings select.
 //
 // It reconciles root Policies (Policies without the root-policy label) and
-// writes:
+// writes what follows. A root in the namespace of a managed cluster (a
+// ManagedCluster of that name exists: OCM's test) is not propagated: that
+// namespace holds the cluster's replicas and its encryption key, so the
+// root gets no replica (those it had are deleted) and the condition
+// Propagated False, ReasonInClusterNamespace (clusternamespace.go).
 //
 //   - the replicas: Policy "<root namespace>.<root name>" in each selected
 //     cluster's namespace, with the labels root-policy, cluster-name,
@@ -13,7 +17,7 @@
 //   - the root's status.placement: one entry per binding (and policy set)
 //     binding it, whose decisions are the clusters that binding contributes;
 //   - the root's condition Propagated (reasons in status.go) and, when it
-//     turns to PropagationFailed or NameTooLong, a Warning event on the
+//     turns to PropagationFailed, NameTooLong or InClusterNamespace, a Warning event on the
 //     root. Bad input (a name too long for the replica label, a binding
 //     subject of an unknown kind, a Placement that is missing or has no
 //     decisions, a PlacementRule, a hub template that fails) is explained
