@@ -12,7 +12,8 @@
 //     hack/copy-ocm-crds.sh;
 //   - admission/*.yaml: ValidatingAdmissionPolicies (and their bindings)
 //     for the rules CRD validation cannot express, such as the 62-character
-//     limit on a root Policy's namespace and name.
+//     limit on a root Policy's namespace and name, or a root in a managed
+//     cluster's namespace.
 //
 // Note: the admission policies live under deploy/crds/admission, not
 // deploy/admission, because go:embed cannot reach a parent directory.

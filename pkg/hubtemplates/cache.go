@@ -295,6 +295,7 @@ func (h *Cache) resolveNow(ctx context.Context, root, desired, existing *policyv
 		key:      func() ([]byte, error) { return h.encryptionKey(ctx, id, desired.Namespace) },
 	}
 	run.options.Watcher = &id
+	run.read = func() ([]unstructured.Unstructured, error) { return resolver.ListWatchedFromCache(id) }
 	if existing != nil {
 		run.iv = existing.Annotations[templating.IVAnnotation]
 	}

@@ -43,8 +43,15 @@
 // "$ocm_encrypted:<base64>"; the agent decrypts them with its copy of the
 // key. Any action that mentions fromSecret, copySecretData or protect
 // encrypts (OCM only looks at their usual positions), so a Secret's value
-// read by these functions never sits in a replica in clear text. Note: as in
-// OCM, lookup of a Secret returns it as it is; use fromSecret.
+// read by these functions never sits in a replica in clear text. lookup
+// returns a Secret as it is, so a template whose result the library marks
+// as having read a Secret (HasSensitiveData) fails, with an error that says
+// to use fromSecret, copySecretData or protect, when it does not encrypt at
+// all, or when a value of a Secret its replica read shows in clear in the
+// result (checkSensitive); a lookup piped into protect is encrypted like
+// any other value. OCM writes such a lookup in clear; Canopy refuses it, so
+// that what a hub template reads from a Secret is never written to the
+// replica in clear text.
 //
 // A template that fails (syntax, a missing object, a forbidden lookup, a
 // missing ServiceAccount) is never half resolved: the replica's policy

@@ -7,6 +7,7 @@ import (
 	"github.com/stolostron/go-template-utils/v7/pkg/templates"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
@@ -86,7 +87,8 @@ func offlineRun(ctx context.Context, hub client.Client, lookupCfg *rest.Config, 
 			}
 			return mc.Labels, nil
 		},
-		key: func() ([]byte, error) { return readEncryptionKey(ctx, hub, cluster) },
+		key:  func() ([]byte, error) { return readEncryptionKey(ctx, hub, cluster) },
+		read: func() ([]unstructured.Unstructured, error) { return resolver.GetUsedResources(), nil },
 	}
 	existing := &policyv1.Policy{}
 	if err := hub.Get(ctx, client.ObjectKeyFromObject(desired), existing); err == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stolostron/go-template-utils/v7/pkg/templates"
 	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "open-cluster-management.io/api/cluster/v1"
 
@@ -114,6 +115,10 @@ type templateRun struct {
 	// iv is the IV annotation the replica carries, reused when valid so that
 	// unchanged inputs encrypt to the same values.
 	iv string
+	// read returns the objects the replica's templates read so far, so that
+	// a result can be searched for the values of the Secrets among them
+	// (checkSensitive). Nil: unknown, and a result that read a Secret fails.
+	read func() ([]unstructured.Unstructured, error)
 
 	aesKey []byte
 }
@@ -198,6 +203,9 @@ func (t *templateRun) resolveOne(raw []byte, out *Result) ([]byte, error) {
 	res, err := t.resolver.ResolveTemplate(raw, tctx, &opts)
 	if err != nil {
 		return nil, &templateError{err: err, sensitive: res.HasSensitiveData}
+	}
+	if err := t.checkSensitive(res, encrypt); err != nil {
+		return nil, err
 	}
 	if !encrypt {
 		return res.ResolvedJSON, nil

@@ -3,6 +3,7 @@ package hubtemplates
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -259,4 +261,46 @@ func rootPolicy() *policyv1.Policy {
 		},
 		Spec: policyv1.PolicySpec{RemediationAction: policyv1.Inform},
 	}
+}
+
+func TestShowsValue(t *testing.T) {
+	secret := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{
+		"long": base64.StdEncoding.EncodeToString([]byte("long-secret-value")), "short": base64.StdEncoding.EncodeToString([]byte("ab")), "empty": "",
+	}}}
+	values := secretValues(secret)
+	for _, tc := range []struct {
+		name string
+		out  any
+		want bool
+	}{
+		{"a decoded value", map[string]any{"v": "long-secret-value"}, true},
+		{"a stored (base64) value", map[string]any{"v": base64.StdEncoding.EncodeToString([]byte("long-secret-value"))}, true},
+		{"inside a longer string", map[string]any{"v": "postgres://u:long-secret-value@db"}, true},
+		{"in a list", []any{"x", "long-secret-value"}, true},
+		{"as a key", map[string]any{"long-secret-value": "x"}, true},
+		{"a short value as a whole string", map[string]any{"v": "ab"}, true},
+		{"a short value inside a string: chance", map[string]any{"v": "label-ab-c"}, false},
+		{"encrypted", map[string]any{"v": "$ocm_encrypted:bG9uZy1zZWNyZXQtdmFsdWU="}, false},
+		{"unrelated", map[string]any{"v": "other"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(showsValue(clearStrings(tc.out, nil), values)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestCheckSensitive(t *testing.T) {
+	g := NewWithT(t)
+	run := offlineTemplateRun(t, nil, nil)
+	res := templates.TemplateResult{ResolvedJSON: []byte(`{"v":"x"}`), HasSensitiveData: true}
+	g.Expect(run.checkSensitive(templates.TemplateResult{ResolvedJSON: res.ResolvedJSON}, false)).To(Succeed(), "no Secret read")
+	g.Expect(run.checkSensitive(res, false)).To(MatchError(ContainSubstring("reads a Secret with lookup")), "not encrypted")
+	g.Expect(run.checkSensitive(res, true)).To(MatchError(ContainSubstring("in clear text")), "what was read is unknown")
+	secret := unstructured.Unstructured{Object: map[string]any{"kind": "Secret", "metadata": map[string]any{"namespace": "ns", "name": "s"},
+		"data": map[string]any{"k": base64.StdEncoding.EncodeToString([]byte("x"))}}}
+	run.read = func() ([]unstructured.Unstructured, error) { return []unstructured.Unstructured{secret}, nil }
+	g.Expect(run.checkSensitive(res, true)).To(MatchError(ContainSubstring("a value of Secret ns/s in clear text")))
+	g.Expect(run.checkSensitive(templates.TemplateResult{ResolvedJSON: []byte(`{"v":"y"}`), HasSensitiveData: true}, true)).To(Succeed())
+	run.read = func() ([]unstructured.Unstructured, error) { return nil, errors.New("boom") }
+	g.Expect(isTransient(run.checkSensitive(res, true))).To(BeTrue())
 }

@@ -113,6 +113,9 @@ func target(tc testCase, e expectation) (client.Client, client.ObjectKey, schema
 	policy := policyv1.GroupVersion.WithKind("Policy")
 	switch e.place {
 	case placeRoot:
+		if ns, name, ok := strings.Cut(e.name, "/"); ok { // a root outside the case's namespace
+			return env.Hub.Client, client.ObjectKey{Namespace: ns, Name: name}, policy
+		}
 		return env.Hub.Client, client.ObjectKey{Namespace: tc.name, Name: e.name}, policy
 	case placeReplica:
 		return env.Hub.Client, client.ObjectKey{Namespace: clusterName, Name: tc.name + "." + e.name}, policy

@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,9 +28,12 @@ import (
 // (a HierarchyPolicy copying a Secret down a namespace tree), waits until
 // every policy has reported, and then searches every log line of the
 // controllers (V(10)), every event and every status on the hub and the
-// managed cluster for the values, plain and base64-encoded. Two policies
-// read Secrets through templates: a hub template (fromSecret, encrypted
-// per cluster; its replica is searched too) and a managed-cluster one.
+// managed cluster for the values, plain and base64-encoded. Policies read
+// Secrets through templates: hub templates (fromSecret, and a lookup piped
+// into protect, encrypted per cluster; a bare lookup, which the hub refuses
+// as it would write the value in clear text) and a managed-cluster one. The
+// hub's replicas and the managed cluster's copies of the policies (spec
+// included) are searched too.
 func TestNoSecretInOutputs(t *testing.T) {
 	suite.Get(t) // starts env on first use
 	g := NewWithT(t)
@@ -44,6 +48,9 @@ func TestNoSecretInOutputs(t *testing.T) {
 	onHub := "canopy-hub-" + randomHex(t) // read by a hub template, encrypted per cluster
 	g.Expect(env.Hub.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hub-secret"},
 		Data: map[string][]byte{"token": []byte(onHub)}})).To(Succeed())
+	lookedUp := "canopy-lookup-" + randomHex(t) // read by hub lookups: refused in clear, encrypted through protect
+	g.Expect(env.Hub.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hub-lookup-secret"},
+		Data: map[string][]byte{"token": []byte(lookedUp)}})).To(Succeed())
 	for name, tmpl := range secretTemplates(src, child, declared) {
 		placedPolicy(t, ns, mc.Name, name, "", tmpl)
 	}
@@ -55,21 +62,36 @@ func TestNoSecretInOutputs(t *testing.T) {
 		"NonCompliant", ContainSubstring("cannot be created")))
 	g.Eventually(replicaHistory(ctx, ns, "propagate", mc.Name), eventually, poll).Should(HaveExactElements(
 		"Compliant", HavePrefix("Compliant")))
-	for _, name := range []string{"hub-template", "managed-template"} {
+	for _, name := range []string{"hub-template", "hub-lookup-protected", "managed-template"} {
 		g.Eventually(replicaHistory(ctx, ns, name, mc.Name), eventually, poll).Should(HaveExactElements(
 			"Compliant", HavePrefix("Compliant")), name)
 	}
-	for name, want := range map[string]string{"from-hub": onHub, "from-managed": stored} {
+	g.Eventually(replicaHistory(ctx, ns, "hub-lookup", mc.Name), eventually, poll).Should(HaveExactElements(
+		"NonCompliant", And(ContainSubstring("template-error"), ContainSubstring("in clear text"))))
+	for name, want := range map[string]string{"from-hub": onHub, "from-hub-lookup": lookedUp, "from-managed": stored} {
 		s := &corev1.Secret{}
 		g.Expect(mc.Client.Get(ctx, client.ObjectKey{Namespace: src, Name: name}, s)).To(Succeed())
 		g.Expect(string(s.Data["token"])).To(Equal(want), "the template's Secret %s holds the value", name)
 	}
-	replica := &policyv1.Policy{}
-	g.Expect(env.Hub.Client.Get(ctx, client.ObjectKey{Namespace: mc.Name, Name: ns + ".hub-template"}, replica)).To(Succeed())
-	replicaJSON, err := json.Marshal(replica)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(string(replicaJSON)).To(ContainSubstring("$ocm_encrypted:"), "the hub replica holds the value encrypted")
-	for _, name := range []string{"compare", "exact", "enforce", "propagate", "hub-template", "managed-template"} {
+	// The policies whose hub templates read Secrets: their replicas, and
+	// their copies on the managed cluster (the local Policy and the
+	// ConfigurationPolicy), spec included.
+	var replicas, copies strings.Builder
+	for _, name := range []string{"hub-template", "hub-lookup", "hub-lookup-protected"} {
+		replica := objectText(t, env.Hub.Client, &policyv1.Policy{}, mc.Name, ns+"."+name)
+		if name != "hub-lookup" {
+			g.Expect(replica).To(ContainSubstring("$ocm_encrypted:"), "the hub replica of %s holds the value encrypted", name)
+		}
+		replicas.WriteString(replica)
+		copies.WriteString(objectText(t, mc.Client, &policyv1.Policy{}, mc.Name, ns+"."+name))
+		if name == "hub-lookup" { // the agent creates no template its hub could not resolve
+			err := mc.Client.Get(ctx, client.ObjectKey{Namespace: mc.Name, Name: "secret-" + name}, &policyv1.ConfigurationPolicy{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the ConfigurationPolicy of hub-lookup: %v", err)
+			continue
+		}
+		copies.WriteString(objectText(t, mc.Client, &policyv1.ConfigurationPolicy{}, mc.Name, "secret-"+name))
+	}
+	for _, name := range []string{"compare", "exact", "enforce", "propagate", "hub-template", "hub-lookup", "hub-lookup-protected", "managed-template"} {
 		t.Logf("%s: %q", name, replicaHistory(ctx, ns, name, mc.Name)())
 	}
 	copied := &corev1.Secret{}
@@ -78,16 +100,18 @@ func TestNoSecretInOutputs(t *testing.T) {
 	}, eventually, poll).Should(Succeed(), "the HierarchyPolicy copies the Secret")
 	g.Expect(string(copied.Data["token"])).To(Equal(stored))
 
-	outputs := map[string]string{"controller logs": logs.String(), "hub replica": string(replicaJSON)}
+	outputs := map[string]string{
+		"controller logs": logs.String(),
+		"hub replicas":    replicas.String(),
+		"managed copies":  copies.String(),
+	}
 	for name, c := range map[string]client.Client{"hub": env.Hub.Client, "managed": mc.Client} {
 		outputs[name+" events"] = eventsText(t, c)
 		outputs[name+" statuses"] = statusesText(t, c)
 	}
 	for where, text := range outputs {
-		if where != "hub events" && where != "hub replica" { // the hub records events only when propagation fails
-			g.Expect(text).NotTo(BeEmpty(), where)
-		}
-		for _, secret := range []string{stored, declared, onHub} {
+		g.Expect(text).NotTo(BeEmpty(), where)
+		for _, secret := range []string{stored, declared, onHub, lookedUp} {
 			for _, form := range []string{secret, base64.StdEncoding.EncodeToString([]byte(secret))} {
 				g.Expect(strings.Contains(text, form)).To(BeFalse(), "%s show a Secret value (%s)", where, form)
 			}
@@ -147,6 +171,10 @@ spec:
 			`{apiVersion: v1, kind: Secret, metadata: {name: declared, namespace: `+child+`-missing}, data: {token: `+enc+`}}`),
 		"hub-template": cfg("secret-hub-template", "enforce", "musthave", "",
 			`{apiVersion: v1, kind: Secret, metadata: {name: from-hub, namespace: `+src+`}, data: {token: '{{hub fromSecret "" "hub-secret" "token" hub}}'}}`),
+		"hub-lookup": cfg("secret-hub-lookup", "enforce", "musthave", "",
+			`{apiVersion: v1, kind: Secret, metadata: {name: from-hub-lookup-clear, namespace: `+src+`}, data: {token: '{{hub (lookup "v1" "Secret" "" "hub-lookup-secret").data.token hub}}'}}`),
+		"hub-lookup-protected": cfg("secret-hub-lookup-protected", "enforce", "musthave", "",
+			`{apiVersion: v1, kind: Secret, metadata: {name: from-hub-lookup, namespace: `+src+`}, data: {token: '{{hub (lookup "v1" "Secret" "" "hub-lookup-secret").data.token | protect hub}}'}}`),
 		"managed-template": cfg("secret-managed-template", "enforce", "musthave", "\n    recordDiff: InStatus",
 			`{apiVersion: v1, kind: Secret, metadata: {name: from-managed, namespace: `+src+`}, data: {token: '{{ fromSecret "`+src+`" "stored" "token" }}'}}`),
 		"propagate": `
@@ -171,6 +199,19 @@ func eventsText(t *testing.T, c client.Client) string {
 		b.WriteString(e.Reason + ": " + e.Message + "\n")
 	}
 	return b.String()
+}
+
+// objectText returns the object namespace/name, read into obj, as JSON.
+func objectText(t *testing.T, c client.Client, obj client.Object, namespace, name string) string {
+	t.Helper()
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw) + "\n"
 }
 
 // statusesText returns the status of every policy object, as JSON.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -100,6 +101,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			builder.WithPredicates(decisionsChanged)).
 		Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(r.placementObjectToPolicies),
 			builder.OnlyMetadata, builder.WithPredicates(existenceChanged)).
+		Watches(&clusterv1.ManagedCluster{}, handler.EnqueueRequestsFromMapFunc(r.managedClusterToRoots),
+			builder.OnlyMetadata, builder.WithPredicates(existenceChanged)).
 		WatchesRawSource(templates.requestSource()).
 		WithOptions(controllerdefaults.HubOptions(r.MaxConcurrentReconciles)).
 		Complete(r)
@@ -128,6 +131,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Policy) (ctrl.Result, error) {
+	if inCluster, err := r.inClusterNamespace(ctx, policy.Namespace); err != nil {
+		return ctrl.Result{}, err
+	} else if inCluster {
+		return r.refuseInClusterNamespace(ctx, policy)
+	}
 	if n := len(policy.Namespace) + len(policy.Name); n > policyv1.MaxRootPolicyNameLength {
 		policy.Status.Placement = nil
 		r.setPropagated(policy, NameTooLongCondition(policy))

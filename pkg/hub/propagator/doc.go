@@ -13,15 +13,23 @@
 //   - the root's status.placement: one entry per binding (and policy set)
 //     binding it, whose decisions are the clusters that binding contributes;
 //   - the root's condition Propagated (reasons in status.go) and, when it
-//     turns to PropagationFailed or NameTooLong, a Warning event on the
-//     root. Bad input (a name too long for the replica label, a binding
-//     subject of an unknown kind, a Placement that is missing or has no
-//     decisions, a PlacementRule, a hub template that fails) is explained
-//     in the condition's message;
+//     turns to PropagationFailed, NameTooLong or InClusterNamespace, a
+//     Warning event on the root. Bad input (a name too long for the
+//     replica label, a root in a cluster namespace, a binding subject of an
+//     unknown kind, a Placement that is missing or has no decisions, a
+//     PlacementRule, a hub template that fails) is explained in the
+//     condition's message;
 //   - the Secret policy-encryption-key of a cluster namespace, when hub
 //     templates encrypt for a cluster that has none;
 //   - the root's status.rollout, when a rollout strategy applies (below),
 //     and the condition RolledOut of a PolicySet whose strategy applies.
+//
+// A root in the namespace of a managed cluster (a ManagedCluster of that
+// name exists: OCM's test) is not propagated: that namespace holds the
+// cluster's replicas and its encryption key. It gets no replica (those it
+// had are deleted) and Propagated False with ReasonInClusterNamespace
+// (clusternamespace.go); a ManagedCluster created or deleted reconciles the
+// roots of its namespace.
 //
 // # Rollout
 //

@@ -166,5 +166,6 @@ func truncateTo(msg string, n int) string {
 // after the policy).
 func IsFailure(c metav1.Condition) bool {
 	return c.Status == metav1.ConditionFalse &&
-		(c.Reason == ReasonPropagationFailed || c.Reason == ReasonNameTooLong || c.Reason == ReasonInvalidRolloutStrategy)
+		(c.Reason == ReasonPropagationFailed || c.Reason == ReasonNameTooLong || c.Reason == ReasonInvalidRolloutStrategy ||
+			c.Reason == ReasonInClusterNamespace)
 }
