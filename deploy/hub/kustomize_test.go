@@ -73,7 +73,7 @@ func TestHubBase(t *testing.T) {
 
 func TestAgentBase(t *testing.T) {
 	g := NewWithT(t)
-	objs := build(t, "../agent")
+	objs := build(t, "../spoke")
 	got := names(objs)
 	g.Expect(got).To(ContainElements(
 		"Namespace//canopy-system",
@@ -150,7 +150,7 @@ func TestBasesApply(t *testing.T) {
 	// Note: a dry run creates nothing, so the namespace the others live in
 	// must exist for real.
 	g.Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "canopy-system"}})).To(Succeed())
-	for _, dir := range []string{".", "../agent", "../hub-with-dashboard"} {
+	for _, dir := range []string{".", "../spoke", "../hub-with-dashboard"} {
 		for _, obj := range build(t, dir) {
 			err := hub.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
 				client.DryRunAll, client.ForceOwnership, client.FieldOwner("kustomize-test"))
