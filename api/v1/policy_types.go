@@ -322,6 +322,20 @@ type PolicyStatus struct {
 	//
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
+	// EvaluatedGeneration is, on a replica, the metadata.generation of the
+	// hub replica whose spec the managed cluster's agent has fully
+	// evaluated: every template of that spec synced to the cluster,
+	// evaluated, and its compliance recorded in this status. A rollout
+	// counts a cluster as Succeeded only when its replica is Compliant and
+	// this equals the replica's metadata.generation (an observed
+	// generation, as OCM's other rollout consumers read one). On the
+	// managed cluster's own copy of the Policy it holds the same hub
+	// number, not the copy's generation; on a root policy it is unset. A
+	// Canopy extension; OCM ignores it.
+	//
+	// +optional
+	EvaluatedGeneration int64 `json:"evaluatedGeneration,omitempty"`
 }
 
 // RolloutPhase is where the rollout of a root policy stands.
