@@ -223,7 +223,7 @@ func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, p
 // desired: then writing desired changes only its metadata, which leaves
 // the replica's generation, and what its agent evaluated, as they are.
 func sameSpec(desired, existing *policyv1.Policy) bool {
-	return existing != nil && equality.Semantic.DeepEqual(desired.Spec, existing.Spec)
+	return existing != nil && specsEqual(&desired.Spec, &existing.Spec)
 }
 
 // rolloutCluster reads where the replica of a prepared cluster stands, from
