@@ -360,15 +360,17 @@ const (
 	// RolloutWaiting means the cluster's replica does not have the current
 	// spec yet (it keeps the previous one, or does not exist yet).
 	RolloutWaiting RolloutClusterState = "Waiting"
-	// RolloutClusterProgressing means the replica has the current spec and
-	// is not Compliant yet, within the progressDeadline.
+	// RolloutClusterProgressing means the replica has the current spec and,
+	// within the progressDeadline, its agent has not reported evaluating it
+	// yet (status.evaluatedGeneration) or reports it Pending.
 	RolloutClusterProgressing RolloutClusterState = "Progressing"
-	// RolloutClusterSucceeded means the replica has the current spec and is
-	// Compliant.
+	// RolloutClusterSucceeded means the replica has the current spec, its
+	// agent reported evaluating it (status.evaluatedGeneration is the
+	// replica's generation), and it is Compliant.
 	RolloutClusterSucceeded RolloutClusterState = "Succeeded"
-	// RolloutClusterFailed means the replica has the current spec and was
-	// not Compliant within the progressDeadline; it counts against
-	// maxFailures.
+	// RolloutClusterFailed means the replica has the current spec and its
+	// agent reported it NonCompliant, or it was not Compliant within the
+	// progressDeadline; it counts against maxFailures.
 	RolloutClusterFailed RolloutClusterState = "Failed"
 )
 
@@ -424,16 +426,18 @@ type RolloutGroupStatus struct {
 	// +optional
 	Updated int32 `json:"updated,omitempty"`
 
-	// Progressing counts the clusters updated and not Compliant yet, within
-	// the progressDeadline.
+	// Progressing counts the clusters updated and not evaluated, or
+	// Pending, within the progressDeadline.
 	//
 	// +optional
 	Progressing int32 `json:"progressing,omitempty"`
-	// Succeeded counts the clusters whose replica is Compliant.
+	// Succeeded counts the clusters whose replica is Compliant on the
+	// current generation.
 	//
 	// +optional
 	Succeeded int32 `json:"succeeded,omitempty"`
-	// Failed counts the clusters not Compliant within the progressDeadline.
+	// Failed counts the clusters NonCompliant on the current generation, or
+	// not Compliant within the progressDeadline.
 	//
 	// +optional
 	Failed int32 `json:"failed,omitempty"`
