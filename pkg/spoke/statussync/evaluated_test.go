@@ -111,3 +111,44 @@ func TestEvaluatedGenerationSent(t *testing.T) {
 	local.Generation = 4
 	g.Expect(EvaluatedGeneration(local)).To(BeZero(), "computed for the previous spec")
 }
+
+// TestEvaluated: a Policy is evaluated when every template's newest event
+// reports on the Policy's current generation.
+func TestEvaluated(t *testing.T) {
+	p := newPolicy("c1", "p", "a")
+	p.UID, p.Generation = "p-uid", 2
+	other := newPolicy("c1", "p", "w")
+	other.Spec.PolicyTemplates[0].ObjectDefinition.Raw = []byte(`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}`)
+	other.UID, other.Generation = "p-uid", 2
+	event := func(template string, related *corev1.ObjectReference, version string, s int) corev1.Event {
+		ev := compliance.NewEvent(compliance.Parent{Namespace: "c1", Name: "p", UID: "p-uid"}, compliance.Compliance{
+			Template: types.NamespacedName{Namespace: "c1", Name: template}, State: policyv1.Compliant, Message: "ok"}, source, related, false, at(s))
+		ev.Annotations = map[string]string{compliance.TemplateVersionAnnotation: version}
+		return *ev
+	}
+	byName := compliance.TemplateRef(configurationPolicy, "c1", "a")
+	object := map[string]TemplateObject{"a": {UID: "obj", Version: "h2", PolicyGeneration: 2}}
+	for _, tc := range []struct {
+		name    string
+		policy  *policyv1.Policy
+		events  []corev1.Event
+		objects map[string]TemplateObject
+		want    bool
+	}{
+		{"no template has nothing to evaluate", newPolicy("c1", "p"), nil, nil, true},
+		{"no report yet", p, nil, object, false},
+		{"the evaluator's report on the object of this generation", p, []corev1.Event{event("a", about("obj"), "h2", 1)}, object, true},
+		{"a report on an earlier version", p, []corev1.Event{event("a", about("obj"), "h1", 1)}, object, false},
+		{"an object written for the previous generation", p, []corev1.Event{event("a", about("obj"), "h2", 1)},
+			map[string]TemplateObject{"a": {UID: "obj", Version: "h2", PolicyGeneration: 1}}, false},
+		{"templatesync's newer report while the object is still there", p,
+			[]corev1.Event{event("a", about("obj"), "h2", 1), event("a", byName, replica.TemplateSyncVersion(2), 2)}, object, false},
+		{"templatesync's report on this generation, no object", p, []corev1.Event{event("a", byName, replica.TemplateSyncVersion(2), 1)}, nil, true},
+		{"templatesync's report on the previous generation", p, []corev1.Event{event("a", byName, replica.TemplateSyncVersion(1), 1)}, nil, false},
+		{"a kind statussync does not read needs a report", other, []corev1.Event{event("w", nil, "", 1)}, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			NewWithT(t).Expect(Evaluated(tc.policy, tc.events, tc.objects)).To(Equal(tc.want))
+		})
+	}
+}
