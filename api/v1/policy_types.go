@@ -322,6 +322,20 @@ type PolicyStatus struct {
 	//
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
+	// EvaluatedGeneration is, on a replica, the metadata.generation of the
+	// hub replica whose spec the managed cluster's agent has fully
+	// evaluated: every template of that spec synced to the cluster,
+	// evaluated, and its compliance recorded in this status. A rollout
+	// counts a cluster as Succeeded only when its replica is Compliant and
+	// this equals the replica's metadata.generation (an observed
+	// generation, as OCM's other rollout consumers read one). On the
+	// managed cluster's own copy of the Policy it holds the same hub
+	// number, not the copy's generation; on a root policy it is unset. A
+	// Canopy extension; OCM ignores it.
+	//
+	// +optional
+	EvaluatedGeneration int64 `json:"evaluatedGeneration,omitempty"`
 }
 
 // RolloutPhase is where the rollout of a root policy stands.
@@ -346,15 +360,17 @@ const (
 	// RolloutWaiting means the cluster's replica does not have the current
 	// spec yet (it keeps the previous one, or does not exist yet).
 	RolloutWaiting RolloutClusterState = "Waiting"
-	// RolloutClusterProgressing means the replica has the current spec and
-	// is not Compliant yet, within the progressDeadline.
+	// RolloutClusterProgressing means the replica has the current spec and,
+	// within the progressDeadline, its agent has not reported evaluating it
+	// yet (status.evaluatedGeneration) or reports it Pending.
 	RolloutClusterProgressing RolloutClusterState = "Progressing"
-	// RolloutClusterSucceeded means the replica has the current spec and is
-	// Compliant.
+	// RolloutClusterSucceeded means the replica has the current spec, its
+	// agent reported evaluating it (status.evaluatedGeneration is the
+	// replica's generation), and it is Compliant.
 	RolloutClusterSucceeded RolloutClusterState = "Succeeded"
-	// RolloutClusterFailed means the replica has the current spec and was
-	// not Compliant within the progressDeadline; it counts against
-	// maxFailures.
+	// RolloutClusterFailed means the replica has the current spec and its
+	// agent reported it NonCompliant, or it was not Compliant within the
+	// progressDeadline; it counts against maxFailures.
 	RolloutClusterFailed RolloutClusterState = "Failed"
 )
 
@@ -410,16 +426,18 @@ type RolloutGroupStatus struct {
 	// +optional
 	Updated int32 `json:"updated,omitempty"`
 
-	// Progressing counts the clusters updated and not Compliant yet, within
-	// the progressDeadline.
+	// Progressing counts the clusters updated and not evaluated, or
+	// Pending, within the progressDeadline.
 	//
 	// +optional
 	Progressing int32 `json:"progressing,omitempty"`
-	// Succeeded counts the clusters whose replica is Compliant.
+	// Succeeded counts the clusters whose replica is Compliant on the
+	// current generation.
 	//
 	// +optional
 	Succeeded int32 `json:"succeeded,omitempty"`
-	// Failed counts the clusters not Compliant within the progressDeadline.
+	// Failed counts the clusters NonCompliant on the current generation, or
+	// not Compliant within the progressDeadline.
 	//
 	// +optional
 	Failed int32 `json:"failed,omitempty"`

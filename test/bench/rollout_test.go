@@ -151,7 +151,6 @@ func (r *rolloutBench) rollOut(ctx context.Context, b *testing.B, template strin
 // decision group has the new spec, and when each group was done.
 func (r *rolloutBench) change(ctx context.Context, b *testing.B) row {
 	b.Helper()
-	time.Sleep(time.Second) // Note: the first spec's reports must be older than the second of the change
 	held, err := trackRunning(r.replicas, holdsTemplate("rollout-v2"))
 	if err != nil {
 		b.Fatal(err)
@@ -216,8 +215,8 @@ func (r *rolloutBench) setTemplate(template string) {
 }
 
 // agentReport reports a replica that has the current spec Compliant, once,
-// as its agent would after evaluating it: status.compliant and a history
-// entry made now.
+// as its agent would after evaluating it: status.compliant, a history entry
+// made now, and the replica's generation as evaluated.
 func (r *rolloutBench) agentReport(ctx context.Context, b *testing.B, obj any) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
@@ -235,19 +234,19 @@ func (r *rolloutBench) agentReport(ctx context.Context, b *testing.B, obj any) {
 	replica := &policyv1.Policy{}
 	replica.Namespace, replica.Name = u.GetNamespace(), u.GetName()
 	go func() { // Note: the informer's handler must not wait on the API server
-		if err := r.c.Status().Patch(ctx, replica, complianceReport(template)); err != nil && ctx.Err() == nil {
+		if err := r.c.Status().Patch(ctx, replica, complianceReport(template, u.GetGeneration())); err != nil && ctx.Err() == nil {
 			b.Errorf("reporting %s: %v", key, err)
 		}
 	}()
 }
 
 // complianceReport is the status patch of an agent that found template
-// Compliant now.
-func complianceReport(template string) client.Patch {
+// Compliant now, having evaluated the replica's generation.
+func complianceReport(template string, generation int64) client.Patch {
 	now := metav1.Now()
 	entry := map[string]any{"lastTimestamp": now, "eventName": fmt.Sprintf("%s.%x", template, now.UnixNano()),
 		"message": "Compliant; notification - namespaces [default] found as specified"}
-	data, _ := json.Marshal(map[string]any{"status": map[string]any{"compliant": "Compliant", "details": []any{map[string]any{
+	data, _ := json.Marshal(map[string]any{"status": map[string]any{"compliant": "Compliant", "evaluatedGeneration": generation, "details": []any{map[string]any{
 		"templateMeta": map[string]any{"name": template}, "compliant": "Compliant", "history": []any{entry}}}}})
 	return client.RawPatch(types.MergePatchType, data)
 }
@@ -317,13 +316,15 @@ func (r *rolloutBench) groupCeilings(ctx context.Context) (float64, error) {
 	var sum float64
 	for _, group := range r.groups {
 		start := time.Now()
+		updated := make([]client.Object, len(group))
 		if err := parallel(ctx, len(group), hubWorkers, func(ctx context.Context, i int) error {
-			return r.c.Patch(ctx, replica(group[i], "rollout-v2"), client.MergeFrom(replica(group[i], "rollout-v1")))
+			updated[i] = replica(group[i], "rollout-v2")
+			return r.c.Patch(ctx, updated[i], client.MergeFrom(replica(group[i], "rollout-v1")))
 		}); err != nil {
 			return 0, fmt.Errorf("measuring the update ceiling: %w", err)
 		}
 		if err := parallel(ctx, len(group), agentWriters, func(ctx context.Context, i int) error {
-			return r.c.Status().Patch(ctx, replica(group[i], "rollout-v2"), complianceReport("rollout-v2"))
+			return r.c.Status().Patch(ctx, replica(group[i], "rollout-v2"), complianceReport("rollout-v2", updated[i].GetGeneration()))
 		}); err != nil {
 			return 0, fmt.Errorf("measuring the report ceiling: %w", err)
 		}

@@ -188,7 +188,7 @@ func (w *operatorsWatch) observe(ctx context.Context, env *testenv.Env) {
 		// the rollout reads the replica as soon as the report is there, and
 		// a poll a moment later can fall in the next second.
 		if _, seen := w.compliant[key]; !seen && p.Status.ComplianceState == policyv1.Compliant {
-			if at := propagator.NewestReport(&p); at != nil {
+			if at := newestReport(&p); at != nil {
 				w.compliant[key] = at.Time
 			}
 		}
@@ -271,4 +271,19 @@ func rolledOut(ctx context.Context, env *testenv.Env) metav1.Condition {
 		g.Expect(cond.Type).NotTo(BeEmpty(), "the set has a RolledOut condition")
 	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 	return cond
+}
+
+// newestReport is the time of the newest entry of a replica's compliance
+// history, over all its templates; nil when it has none. It times the
+// agent's report for the test's measurements; the rollout reads no time.
+func newestReport(p *policyv1.Policy) *metav1.Time {
+	var newest *metav1.Time
+	for _, d := range p.Status.Details {
+		for i := range d.History {
+			if t := &d.History[i].LastTimestamp; !t.IsZero() && (newest == nil || newest.Before(t)) {
+				newest = t.DeepCopy()
+			}
+		}
+	}
+	return newest
 }

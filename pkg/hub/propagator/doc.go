@@ -38,46 +38,51 @@
 // every selected cluster gets the current spec at once and status.rollout
 // is absent. Otherwise the rollout handler of OCM's sdk-go decides, per
 // Placement and from its PlacementDecisions' decision-group labels, which
-// clusters get the current spec now (PlanRollout). A cluster whose replica
-// has the current spec has succeeded when the replica is Compliant on a
-// report made for the current spec, and is progressing otherwise, until
-// progressDeadline has passed since its update (then it has failed and
-// counts against maxFailures). The other clusters' replicas keep their
-// previous spec, or are not created yet. Whether a replica has the current
-// spec is observed (ReplicaUpToDate), so a change to the root mid-rollout
-// starts again from the first decision group, and the only state kept is in
-// status.rollout: when each cluster was updated and last changed state, so
-// that a hub restart resumes the rollout. A mandatory decision group that
+// clusters get the current spec now (PlanRollout). The other clusters'
+// replicas keep their previous spec, or are not created yet. Whether a
+// replica has the current spec is observed (its spec, compared with the
+// desired one), so a change to the root's spec mid-rollout starts again
+// from the first decision group; a change of metadata only (labels,
+// annotations) leaves the replica's generation as it is and reaches every
+// cluster at once. The only state kept is in status.rollout: when each
+// cluster was updated and last changed state, so that a hub restart
+// resumes the rollout. It is written before the replicas it shows updated:
+// a restart, or a status write that fails, never leaves a replica with a
+// new spec that status.rollout does not show updated, and no replica of a
+// later group is written when it cannot be. A mandatory decision group that
 // names no group of the Placement, or decisions without a readable group
 // index, hold every cluster of that Placement (status.rollout says why)
 // rather than update them all at once; a strategy the handler cannot read
 // turns Propagated False with ReasonInvalidRolloutStrategy. Changes of a
-// replica's status (its compliance, or a new report while Compliant)
-// reconcile its root only while the root has status.rollout, and the
-// deadlines are rechecked with RequeueAfter.
+// replica's status.compliant or status.evaluatedGeneration reconcile its
+// root only while the root has status.rollout, and the deadlines are
+// rechecked with RequeueAfter.
 //
-// Which report counts. The agent reports no observed generation: a replica
-// written with a new spec shows the previous spec's compliance until its
-// agent evaluates the new one. So once the propagator has updated a
-// cluster (status.rollout's updateTime), the cluster succeeds only when the
-// replica is Compliant and the newest entry of its compliance history
-// (status.details, read from the API server, as the cache holds no
-// history) was made at or after that second; it then stays Succeeded while
-// Compliant. A cluster that status.rollout does not show as updated by the
-// rollout (the strategy is new, or the root went back to the spec the
-// cluster has) counts as it is. Note: the agent records a compliance event
-// only when a template's compliance or message changes, so a change that
-// leaves both as they were on a cluster holds that cluster Progressing
-// (and, with a progressDeadline, fails it) until the agent reports again;
-// the comparison also assumes the clocks of hub and managed clusters agree
-// to within a second.
-//
+// Which report counts. A replica written with a new spec gets a new
+// metadata.generation, and shows the previous spec's compliance until its
+// agent has evaluated the new one. The agent says which generation it has
+// fully evaluated (every template synced, evaluated and its compliance
+// recorded) in the replica's status.evaluatedGeneration, as OCM's other
+// rollout consumers read an observed generation. A cluster whose replica
+// has the current spec stands by that report, read with the compliance from
+// one object (the cache, and the API server before a cluster turns
+// Succeeded, so that a lagging cache never moves the rollout on): while
+// evaluatedGeneration is not the replica's generation it is Progressing;
+// then Succeeded when Compliant, Failed (sdk-go's Failed, which counts
+// against maxFailures with or without a progressDeadline) when
+// NonCompliant, Progressing when Pending or unknown. A Progressing or
+// Failed cluster times out once progressDeadline has passed since its
+// update, and counts against maxFailures. No report time, and so no
+// clock, decides anything. A change that reaches no template object
+// (dependencies, ignorePending, a template removed or reordered) is still
+// a new generation, which the agent evaluates and reports at once.
+
 // PolicySets. When the strategy comes from a PolicySet (the policy has none
 // of its own), the set rolls out as a unit through each Placement: a
 // cluster counts as succeeded for every member only when every member that
 // rolls out with the set (it exists, is enabled and has no strategy of its
 // own) has succeeded there, each read from its own status.rollout, and as
-// failed when one of them has been progressing past its progressDeadline.
+// failed when one of them has failed there.
 // So the production groups get none of the set's policies before the
 // canary has all of them Compliant, and one member failing on the canary
 // stops the rollout of every member, whose status.rollout names the policy

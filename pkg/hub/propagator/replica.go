@@ -20,19 +20,6 @@ func ReplicaUpToDate(desired, existing *policyv1.Policy) bool {
 		specsEqual(&desired.Spec, &existing.Spec)
 }
 
-// TemplatesUpToDate reports whether existing evaluates as desired would:
-// the same policy templates under the same remediationAction. A change
-// elsewhere (dependencies, metadata) reaches no template object, so no
-// evaluator reports on it again.
-//
-// Note: a dependency that a change adds and that is not met turns the
-// replica Pending once its agent sees it; until then it shows the
-// compliance of the previous spec.
-func TemplatesUpToDate(desired, existing *policyv1.Policy) bool {
-	return specsEqual(&policyv1.PolicySpec{PolicyTemplates: desired.Spec.PolicyTemplates, RemediationAction: desired.Spec.RemediationAction},
-		&policyv1.PolicySpec{PolicyTemplates: existing.Spec.PolicyTemplates, RemediationAction: existing.Spec.RemediationAction})
-}
-
 func mapsEqual(a, b map[string]string) bool {
 	return len(a) == len(b) && maps.Equal(a, b)
 }

@@ -64,16 +64,17 @@ type RolloutPlacement struct {
 	memberRollouts map[string]*policyv1.RolloutStatus
 }
 
-// RolloutCluster is what the rollout reads of one selected cluster.
+// RolloutCluster is what the rollout reads of one selected cluster, all of
+// it from one read of its replica.
 type RolloutCluster struct {
 	// Updated is true when the cluster's replica has the current spec.
 	Updated bool
 	// Compliance is the replica's status.compliant.
 	Compliance policyv1.ComplianceState
-	// ReportedAt is when the replica's newest compliance report (the
-	// newest entry of its status.details history) was made, when it was
-	// read (NeedsReport); nil otherwise.
-	ReportedAt *metav1.Time
+	// Evaluated is true when the replica's status.evaluatedGeneration is
+	// its metadata.generation: the cluster's agent has evaluated every
+	// template of the spec the replica has, and Compliance is about it.
+	Evaluated bool
 }
 
 // RolloutInputs is what PlanRollout reads.
@@ -86,7 +87,7 @@ type RolloutInputs struct {
 	// by name; a cluster missing here is neither updated nor writable.
 	Clusters map[string]RolloutCluster
 	// Previous is the root's status.rollout as last written: the times at
-	// which clusters were updated and turned Succeeded are kept from it.
+	// which clusters were updated and changed state are kept from it.
 	Previous *policyv1.RolloutStatus
 	// Now is the time of this reconcile.
 	Now time.Time
@@ -107,8 +108,9 @@ type RolloutPlan struct {
 
 	in     RolloutInputs
 	groups []plannedGroup
-	// timedOut are the clusters not Compliant within the progressDeadline.
-	timedOut sets.Set[string]
+	// failed are the clusters that reported NonCompliant on the current
+	// spec, or were not Compliant within the progressDeadline.
+	failed sets.Set[string]
 	// stop is the reason the rollout stopped, and its message.
 	stop, stopMessage string
 	// prev indexes the updated clusters of in.Previous by name.
@@ -127,15 +129,17 @@ type plannedGroup struct {
 // Placement is planned on its own; a cluster selected by several may be
 // updated when one of them allows it.
 //
-// A cluster whose replica has the current spec counts as Succeeded when
-// it is Compliant on a report for the current spec (succeeded) and as
-// Progressing otherwise (NonCompliant and Pending included: an operator
-// takes a while to install); the handler turns a Progressing cluster into a
-// failure once progressDeadline has passed since the update. Through a
-// PolicySet, the cluster's status is that of the set's members together
-// (combine).
+// A cluster whose replica has the current spec stands where its agent's
+// report on that spec puts it (evaluatedState): Succeeded when Compliant,
+// Failed when NonCompliant (OCM's Failed, which counts against maxFailures
+// with or without a progressDeadline), Progressing while the agent has not
+// evaluated the spec or reports it Pending; the handler turns a Progressing
+// or Failed cluster into a timed-out one once progressDeadline has passed
+// since the update. No report time counts: only the generation the agent
+// says it evaluated. Through a PolicySet, the cluster's status is that of
+// the set's members together (combine).
 func PlanRollout(in RolloutInputs) RolloutPlan {
-	plan := RolloutPlan{Gated: sets.New[string](), ToApply: sets.New[string](), timedOut: sets.New[string](), in: in}
+	plan := RolloutPlan{Gated: sets.New[string](), ToApply: sets.New[string](), failed: sets.New[string](), in: in}
 	for _, p := range in.Placements {
 		plan.planPlacement(p)
 	}
@@ -181,15 +185,18 @@ func (plan *RolloutPlan) planPlacement(p RolloutPlacement) {
 // take records the handler's result for one Placement.
 func (plan *RolloutPlan) take(p RolloutPlacement, res rolloutsdk.RolloutResult) {
 	for _, c := range res.ClustersToRollout {
-		if c.Status == rolloutsdk.ToApply {
+		switch c.Status {
+		case rolloutsdk.ToApply:
 			plan.ToApply.Insert(c.ClusterName)
+		case rolloutsdk.Failed:
+			plan.failed.Insert(c.ClusterName)
 		}
 	}
 	for _, c := range res.ClustersTimeOut {
-		plan.timedOut.Insert(c.ClusterName)
+		plan.failed.Insert(c.ClusterName)
 	}
 	if res.MaxFailureBreach {
-		failed := filter(sets.List(plan.timedOut), plan.placementHas(p.Name))
+		failed := filter(sets.List(plan.failed), plan.placementHas(p.Name))
 		plan.stopWith(ReasonMaxFailuresReached, plan.maxFailuresMessage(p, failed))
 	}
 	if d := res.RecheckAfter; d != nil && (plan.RecheckAfter == nil || *d < *plan.RecheckAfter) {
@@ -216,13 +223,15 @@ func (plan *RolloutPlan) handlerStatuses(p RolloutPlacement, clusters sets.Set[s
 }
 
 // ownState is where an updated cluster stands for the root alone, before
-// the progressDeadline is applied: Succeeded or Progressing, since when.
+// the progressDeadline is applied, and since when: a Progressing or Failed
+// cluster since its update (the deadline counts from it), a Succeeded one
+// since it turned so (minSuccessTime counts from it).
 func (plan *RolloutPlan) ownState(name string) policyv1.RolloutClusterStatus {
 	prev := plan.previous(name)
-	st := policyv1.RolloutClusterStatus{Name: name, State: policyv1.RolloutClusterProgressing, UpdateTime: timeOr(prev.UpdateTime, plan.in.Now)}
+	st := policyv1.RolloutClusterStatus{Name: name, State: plan.evaluatedState(name), UpdateTime: timeOr(prev.UpdateTime, plan.in.Now)}
 	st.LastTransitionTime = st.UpdateTime
-	if plan.succeeded(name) {
-		st.State, st.LastTransitionTime = policyv1.RolloutClusterSucceeded, timeOr(nil, plan.in.Now)
+	if st.State == policyv1.RolloutClusterSucceeded {
+		st.LastTransitionTime = timeOr(nil, plan.in.Now)
 		if prev.State == policyv1.RolloutClusterSucceeded {
 			st.LastTransitionTime = timeOr(prev.LastTransitionTime, plan.in.Now)
 		}
@@ -230,41 +239,29 @@ func (plan *RolloutPlan) ownState(name string) policyv1.RolloutClusterStatus {
 	return st
 }
 
-// succeeded reports whether an updated cluster has succeeded for the root:
-// its replica is Compliant, and the compliance was reported for the
-// current spec. A replica written with a new spec keeps reporting the
-// previous spec's compliance until its agent evaluates the new one, so
-// after the propagator updated it, only a report made at or after the
-// update time counts (ReportedAt); once Succeeded, the cluster stays so
-// while it is Compliant. A cluster the previous status does not show as
-// updated was not updated by this rollout (the strategy is new, or the
-// root went back to the spec the cluster has): its compliance counts.
-func (plan *RolloutPlan) succeeded(name string) bool {
+// evaluatedState is where an updated cluster stands by its agent's report
+// on the current spec: Succeeded when the replica is Compliant, Failed when
+// NonCompliant, Progressing while the agent has not evaluated the replica's
+// generation yet or the replica is Pending (an operator installing,
+// dependencies not met yet) or of unknown compliance.
+func (plan *RolloutPlan) evaluatedState(name string) policyv1.RolloutClusterState {
 	c := plan.in.Clusters[name]
-	if !c.Updated || c.Compliance != policyv1.Compliant {
-		return false
-	}
-	return reportCounts(plan.previous(name), c.ReportedAt)
-}
-
-// reportCounts reports whether a Compliant replica whose previous rollout
-// entry is prev, and whose newest report was made at reported, has
-// succeeded.
-func reportCounts(prev policyv1.RolloutClusterStatus, reported *metav1.Time) bool {
 	switch {
-	case prev.State == "", prev.State == policyv1.RolloutClusterSucceeded, prev.UpdateTime == nil:
-		return true
-	default:
-		return reported != nil && !reported.Before(prev.UpdateTime)
+	case !c.Updated || !c.Evaluated:
+		return policyv1.RolloutClusterProgressing
+	case c.Compliance == policyv1.Compliant:
+		return policyv1.RolloutClusterSucceeded
+	case c.Compliance == policyv1.NonCompliant:
+		return policyv1.RolloutClusterFailed
 	}
+	return policyv1.RolloutClusterProgressing
 }
 
-// NeedsReport reports whether PlanRollout reads ReportedAt of a cluster:
-// its replica is updated and Compliant, and previous, the cluster's entry
-// in the root's status.rollout (PreviousEntries), shows it updated and not
-// Succeeded yet.
-func NeedsReport(previous policyv1.RolloutClusterStatus, c RolloutCluster) bool {
-	return c.Updated && c.Compliance == policyv1.Compliant && !reportCounts(previous, nil)
+// succeeded reports whether an updated cluster has succeeded for the root:
+// its agent reported evaluating the replica's current generation, and the
+// replica is Compliant.
+func (plan *RolloutPlan) succeeded(name string) bool {
+	return plan.evaluatedState(name) == policyv1.RolloutClusterSucceeded
 }
 
 // memberState is where another member of a PolicySet stands on cluster,
@@ -278,14 +275,16 @@ func memberState(entries map[string]policyv1.RolloutClusterStatus, cluster strin
 
 // combine is the handler's status of a cluster from where each policy of
 // the rollout unit (the root, and the other members of its PolicySet)
-// stands on it: Succeeded when every one has succeeded, since the latest
-// of their transitions (minSuccessTime counts from it); else Progressing
-// since the earliest update of one that has not, so that the first
-// progressDeadline to run out fails the cluster. A policy still waiting
-// for the cluster starts no deadline.
+// stands on it: Failed when one has failed; else Succeeded when every one
+// has succeeded, since the latest of their transitions (minSuccessTime
+// counts from it); else Progressing. A cluster not Succeeded is so since
+// the earliest update of a policy that has not succeeded, so that the
+// first progressDeadline to run out times the cluster out. A policy still
+// waiting for the cluster starts no deadline.
 func combine(name string, states []policyv1.RolloutClusterStatus, now time.Time) rolloutsdk.ClusterRolloutStatus {
 	st := rolloutsdk.ClusterRolloutStatus{ClusterName: name, Status: rolloutsdk.Succeeded}
 	var succeededSince, progressingSince *metav1.Time
+	failed := false
 	for _, s := range states {
 		switch {
 		case s.State == policyv1.RolloutClusterSucceeded:
@@ -296,10 +295,14 @@ func combine(name string, states []policyv1.RolloutClusterStatus, now time.Time)
 			st.Status = rolloutsdk.Progressing
 		default:
 			st.Status = rolloutsdk.Progressing
+			failed = failed || s.State == policyv1.RolloutClusterFailed
 			if progressingSince == nil || s.UpdateTime.Before(progressingSince) {
 				progressingSince = s.UpdateTime
 			}
 		}
+	}
+	if failed {
+		st.Status = rolloutsdk.Failed
 	}
 	st.LastTransitionTime = timeOr(progressingSince, now)
 	if st.Status == rolloutsdk.Succeeded {
@@ -344,8 +347,8 @@ func (plan *RolloutPlan) maxFailuresMessage(p RolloutPlacement, failed []string)
 		stopped = fmt.Sprintf("the rollout of PolicySet %s stopped for each of its policies", p.PolicySet)
 		next = "A cluster on which every policy of the set turns Compliant lets it go on; a change to one of them restarts it"
 	}
-	return fmt.Sprintf("%s %s of Placement %s %s not Compliant%s within the progressDeadline (%s), "+
-		"more than maxFailures allows (mandatory decision groups allow none): %s. %s from the first decision group.",
+	return fmt.Sprintf("%s %s of Placement %s %s not Compliant%s: NonCompliant on the current spec, or not Compliant within "+
+		"the progressDeadline (%s), more than maxFailures allows (mandatory decision groups allow none): %s. %s from the first decision group.",
 		capitalize(plural(len(failed), "cluster")), joinSorted(failed), p.Name, verb, what, progressDeadline(p.Strategy), stopped, next)
 }
 

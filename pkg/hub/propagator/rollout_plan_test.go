@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
 	clusterv1alpha1 "open-cluster-management.io/api/cluster/v1alpha1"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
@@ -45,16 +46,16 @@ func previousWith(state policyv1.RolloutClusterState, updated time.Time) *policy
 func TestPlanRollout(t *testing.T) {
 	planNow := time.Now()
 	groups := []decisionGroup{{"canary", []string{"cluster-a"}}, {"production", []string{"cluster-b", "cluster-c"}}}
-	reported := metav1.NewTime(planNow)
 	updatedA := func(c policyv1.ComplianceState) map[string]propagator.RolloutCluster {
-		return map[string]propagator.RolloutCluster{"cluster-a": {Updated: true, Compliance: c, ReportedAt: &reported}, "cluster-b": {}, "cluster-c": {}}
+		return map[string]propagator.RolloutCluster{"cluster-a": {Updated: true, Compliance: c, Evaluated: true}, "cluster-b": {}, "cluster-c": {}}
 	}
-	staleA := map[string]propagator.RolloutCluster{"cluster-a": {Updated: true, Compliance: policyv1.Compliant,
-		ReportedAt: &metav1.Time{Time: planNow.Add(-2 * time.Minute)}}, "cluster-b": {}, "cluster-c": {}}
+	staleA := map[string]propagator.RolloutCluster{"cluster-a": {Updated: true, Compliance: policyv1.Compliant}, "cluster-b": {}, "cluster-c": {}}
 	memberB := func(state policyv1.RolloutClusterState) map[string]map[string]policyv1.RolloutClusterStatus {
 		at := metav1.NewTime(planNow.Add(-10 * time.Minute))
 		return map[string]map[string]policyv1.RolloutClusterStatus{"op-b": {"cluster-a": {Name: "cluster-a", State: state, UpdateTime: &at, LastTransitionTime: &at}}}
 	}
+	tolerant := &clusterv1alpha1.RolloutStrategy{Type: clusterv1alpha1.ProgressivePerGroup, ProgressivePerGroup: &clusterv1alpha1.RolloutProgressivePerGroup{
+		RolloutConfig: clusterv1alpha1.RolloutConfig{MaxFailures: intstr.FromInt32(1)}}}
 	typo := perGroup("")
 	typo.ProgressivePerGroup.MandatoryDecisionGroups.MandatoryDecisionGroups[0].GroupName = "nope"
 	for _, tc := range []struct {
@@ -80,7 +81,7 @@ func TestPlanRollout(t *testing.T) {
 		toApply:  []string{"cluster-b", "cluster-c"}, phase: policyv1.RolloutProgressing,
 		states: map[string]policyv1.RolloutClusterState{"cluster-a": policyv1.RolloutClusterSucceeded, "cluster-b": policyv1.RolloutWaiting},
 	}, {
-		name: "a canary Compliant only in a report from before its update holds production", strategy: perGroup(""), clusters: staleA,
+		name: "a canary Compliant while its agent has not evaluated the current generation holds production", strategy: perGroup(""), clusters: staleA,
 		previous: previousWith(policyv1.RolloutClusterProgressing, planNow.Add(-time.Minute)), phase: policyv1.RolloutProgressing,
 		states: map[string]policyv1.RolloutClusterState{"cluster-a": policyv1.RolloutClusterProgressing},
 	}, {
@@ -100,12 +101,22 @@ func TestPlanRollout(t *testing.T) {
 		phase:    policyv1.RolloutStopped, reason: propagator.ReasonMaxFailuresReached,
 		states: map[string]policyv1.RolloutClusterState{"cluster-a": policyv1.RolloutClusterSucceeded},
 	}, {
-		name: "a NonCompliant canary within the deadline holds production", strategy: perGroup("5m"), clusters: updatedA(policyv1.NonCompliant),
+		name: "a Pending canary within the deadline holds production", strategy: perGroup("5m"), clusters: updatedA(policyv1.Pending),
 		previous: previousWith(policyv1.RolloutClusterProgressing, planNow.Add(-time.Minute)),
 		phase:    policyv1.RolloutProgressing, recheckIn: 4 * time.Minute,
 		states: map[string]policyv1.RolloutClusterState{"cluster-a": policyv1.RolloutClusterProgressing},
 	}, {
-		name: "a NonCompliant canary past the deadline stops the rollout", strategy: perGroup("5m"), clusters: updatedA(policyv1.NonCompliant),
+		name: "a canary NonCompliant on the current generation fails at once, without a deadline", strategy: perGroup(""),
+		clusters: updatedA(policyv1.NonCompliant), previous: previousWith(policyv1.RolloutClusterProgressing, planNow.Add(-time.Minute)),
+		phase: policyv1.RolloutStopped, reason: propagator.ReasonMaxFailuresReached,
+		states: map[string]policyv1.RolloutClusterState{"cluster-a": policyv1.RolloutClusterFailed},
+	}, {
+		name: "a failure within maxFailures lets the next group have it", strategy: tolerant, clusters: updatedA(policyv1.NonCompliant),
+		previous: previousWith(policyv1.RolloutClusterProgressing, planNow.Add(-time.Minute)),
+		phase:    policyv1.RolloutProgressing, toApply: []string{"cluster-b", "cluster-c"},
+		states: map[string]policyv1.RolloutClusterState{"cluster-a": policyv1.RolloutClusterFailed},
+	}, {
+		name: "a Pending canary past the deadline stops the rollout", strategy: perGroup("5m"), clusters: updatedA(policyv1.Pending),
 		previous: previousWith(policyv1.RolloutClusterProgressing, planNow.Add(-10*time.Minute)),
 		phase:    policyv1.RolloutStopped, reason: propagator.ReasonMaxFailuresReached,
 		states: map[string]policyv1.RolloutClusterState{"cluster-a": policyv1.RolloutClusterFailed},
@@ -133,7 +144,7 @@ func TestPlanRollout(t *testing.T) {
 				g.Expect(plan.RecheckAfter).NotTo(BeNil())
 				g.Expect(*plan.RecheckAfter).To(BeNumerically("~", tc.recheckIn, time.Second))
 			}
-			st := plan.Status(sets.New[string](), nil)
+			st := plan.Status(sets.New[string]())
 			g.Expect(st.Phase).To(Equal(tc.phase), st.Message)
 			g.Expect(st.Reason).To(Equal(tc.reason), st.Message)
 			g.Expect(states(st)).To(HaveLen(3))
@@ -152,19 +163,19 @@ func TestRolloutStatusIsSteady(t *testing.T) {
 	groups := []decisionGroup{{"canary", []string{"cluster-a"}}, {"production", []string{"cluster-b", "cluster-c"}}}
 	in := propagator.RolloutInputs{
 		Placements: []propagator.RolloutPlacement{{Name: "p", Namespace: "ns", Strategy: *perGroup("1h"), Decisions: decisionsOf("", groups...)}},
-		Clusters: map[string]propagator.RolloutCluster{"cluster-a": {Updated: true, Compliance: policyv1.Compliant},
+		Clusters: map[string]propagator.RolloutCluster{"cluster-a": {Updated: true, Compliance: policyv1.Compliant, Evaluated: true},
 			"cluster-b": {}, "cluster-c": {}},
 		Now: planNow,
 	}
 	plan := propagator.PlanRollout(in)
-	first := plan.Status(sets.New[string](), nil)
+	first := plan.Status(sets.New[string]())
 	in.Previous, in.Now = first, planNow.Add(time.Minute)
 	again := propagator.PlanRollout(in)
-	g.Expect(again.Status(sets.New[string](), nil)).To(Equal(first))
+	g.Expect(again.Status(sets.New[string]())).To(Equal(first))
 
 	written := propagator.PlanRollout(in)
 	g.Expect(sets.List(written.ToApply)).To(Equal([]string{"cluster-b", "cluster-c"}))
-	after := written.Status(written.ToApply, nil)
+	after := written.Status(written.ToApply)
 	g.Expect(states(after)).To(HaveKeyWithValue("cluster-c", policyv1.RolloutClusterProgressing))
 	g.Expect(after.Groups[1].Updated).To(BeEquivalentTo(2))
 	g.Expect(after.Groups[1].Clusters[1].UpdateTime.Time).To(Equal(in.Now.Truncate(time.Second)))

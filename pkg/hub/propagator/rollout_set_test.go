@@ -77,9 +77,9 @@ func expectSetCondition(t *testing.T, ns, name string, status metav1.ConditionSt
 	}).Should(Succeed())
 }
 
-// TestRolloutPolicySetStopsOnMemberFailure: a member not Compliant on the
-// canary within the progressDeadline stops the rollout of every member of
-// the set, and each member's status.rollout names the policy that failed.
+// TestRolloutPolicySetStopsOnMemberFailure: a member NonCompliant on the
+// canary stops the rollout of every member of the set, and each member's
+// status.rollout names the policy that failed.
 func TestRolloutPolicySetStopsOnMemberFailure(t *testing.T) {
 	ns := newNamespace(t)
 	createOperatorSet(t, ns, "2s")
@@ -94,7 +94,8 @@ func TestRolloutPolicySetStopsOnMemberFailure(t *testing.T) {
 			g.Expect(r.Phase).To(Equal(policyv1.RolloutStopped))
 			g.Expect(r.Reason).To(Equal(propagator.ReasonMaxFailuresReached))
 			g.Expect(r.Message).To(ContainSubstring("Cluster cluster-a of Placement groups was not Compliant for every policy of " +
-				"PolicySet operators (not Compliant: op-b on cluster-a) within the progressDeadline (2s)"))
+				"PolicySet operators (not Compliant: op-b on cluster-a): NonCompliant on the current spec, or not Compliant within " +
+				"the progressDeadline (2s)"))
 			g.Expect(r.Message).To(ContainSubstring("the rollout of PolicySet operators stopped for each of its policies"))
 		}).Should(Succeed(), name)
 	}

@@ -130,13 +130,14 @@ func TestRolloutPerGroupWaitsForCanary(t *testing.T) {
 }
 
 // report records, as a cluster's agent does, a compliance report on the
-// replica: status.compliant, and a new newest entry in the history of its
+// replica's current spec: status.compliant, status.evaluatedGeneration (the
+// replica's generation), and a new newest entry in the history of its
 // first template, made now.
 func report(t *testing.T, cluster, ns, name string, state policyv1.ComplianceState) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
 		p := getReplica(g, t.Context(), cluster, ns, name)
-		p.Status.ComplianceState = state
+		p.Status.ComplianceState, p.Status.EvaluatedGeneration = state, p.Generation
 		if len(p.Status.Details) == 0 {
 			p.Status.Details = []policyv1.DetailsPerTemplate{{TemplateMeta: metav1.ObjectMeta{Name: name + "-template"}}}
 		}
@@ -166,15 +167,14 @@ func rolledOutToAll(t *testing.T) (string, *policyv1.Policy) {
 }
 
 // TestRolloutCountsReportsOnTheCurrentSpec: after a change, a canary whose
-// replica is still Compliant (it reported on the previous spec) holds the
-// next group until its agent reports again.
+// replica is still Compliant (it reported on the previous generation) holds
+// the next group until its agent reports on the current one.
 func TestRolloutCountsReportsOnTheCurrentSpec(t *testing.T) {
 	ns, p := rolledOutToAll(t)
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) {
 		g.Expect(states(rolloutOf(g, t, ns, "p"))).To(HaveKeyWithValue("cluster-a", policyv1.RolloutClusterSucceeded))
 	}).Should(Succeed())
-	time.Sleep(1100 * time.Millisecond) // Note: reports count from the second of the update on
 
 	update(t, p, func(p *policyv1.Policy) {
 		p.Spec.PolicyTemplates[0].ObjectDefinition.Raw = fmt.Appendf(nil, configurationPolicy, "p-template-v2")
@@ -185,8 +185,8 @@ func TestRolloutCountsReportsOnTheCurrentSpec(t *testing.T) {
 		g.Expect(templateName(g, t, "cluster-b", ns, "p")).To(Equal("p-template"))
 		r := rolloutOf(g, t, ns, "p")
 		g.Expect(states(r)).To(HaveKeyWithValue("cluster-a", policyv1.RolloutClusterProgressing))
-		g.Expect(r.Message).To(HaveSuffix("Compliant only on reports made before their update " +
-			"(their agents have not reported on the current spec yet): cluster-a."))
+		g.Expect(r.Message).To(HaveSuffix("Compliant only on reports about a previous spec (their agents have not reported " +
+			"evaluating the current generation of their replica yet, status.evaluatedGeneration): cluster-a."))
 	}
 	g.Eventually(waiting).Should(Succeed())
 	g.Consistently(waiting, "2s").Should(Succeed())
@@ -199,16 +199,26 @@ func TestRolloutCountsReportsOnTheCurrentSpec(t *testing.T) {
 }
 
 // TestRolloutChangeOutsideTemplates: a change that reaches no template
-// object (here the policy's dependencies) is evaluated by no agent again,
-// so a Compliant canary succeeds on it without a new report.
+// object (here the policy's dependencies) still gives the replica a new
+// generation, which the canary's agent reports once it evaluated it (the
+// agent does so at once: no template object has to change); the rollout
+// waits for that report, not for a new compliance.
 func TestRolloutChangeOutsideTemplates(t *testing.T) {
 	ns, p := rolledOutToAll(t)
-	time.Sleep(1100 * time.Millisecond) // Note: so that the report is older than the update
 
 	dep := policyv1.PolicyDependency{Name: "other", Namespace: ns, Compliance: policyv1.Compliant}
 	dep.APIVersion, dep.Kind = policyv1.GroupVersion.String(), "Policy"
 	update(t, p, func(p *policyv1.Policy) { p.Spec.Dependencies = []policyv1.PolicyDependency{dep} })
 	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getReplica(g, t.Context(), "cluster-a", ns, "p").Spec.Dependencies).To(HaveLen(1))
+		g.Expect(states(rolloutOf(g, t, ns, "p"))).To(HaveKeyWithValue("cluster-a", policyv1.RolloutClusterProgressing))
+	}).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(getReplica(g, t.Context(), "cluster-b", ns, "p").Spec.Dependencies).To(BeEmpty())
+	}, "1s").Should(Succeed())
+
+	report(t, "cluster-a", ns, "p", policyv1.Compliant)
 	g.Eventually(func(g Gomega) {
 		for _, c := range clusters {
 			g.Expect(getReplica(g, t.Context(), c, ns, "p").Spec.Dependencies).To(HaveLen(1), c)
@@ -256,8 +266,8 @@ func TestRolloutChangeRestartsFromFirstGroup(t *testing.T) {
 }
 
 // TestRolloutStopsAtProgressDeadline: a canary not Compliant within the
-// progressDeadline stops the rollout with a clear status; turning
-// Compliant lets it go on.
+// progressDeadline (Pending here) stops the rollout with a clear status;
+// turning Compliant lets it go on.
 func TestRolloutStopsAtProgressDeadline(t *testing.T) {
 	ns := newNamespace(t)
 	canaryFirst(t, ns, "groups")
@@ -265,14 +275,15 @@ func TestRolloutStopsAtProgressDeadline(t *testing.T) {
 	p.Spec.RolloutStrategy = perGroup("2s")
 	create(t, p, newBinding(ns, "b", "groups", policySubject("p")))
 	expectReplicasOn(t, ns, "p", "cluster-a")
-	report(t, "cluster-a", ns, "p", policyv1.NonCompliant)
+	report(t, "cluster-a", ns, "p", policyv1.Pending)
 
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) {
 		r := rolloutOf(g, t, ns, "p")
 		g.Expect(r.Phase).To(Equal(policyv1.RolloutStopped))
 		g.Expect(r.Reason).To(Equal(propagator.ReasonMaxFailuresReached))
-		g.Expect(r.Message).To(ContainSubstring("Cluster cluster-a of Placement groups was not Compliant within the progressDeadline (2s)"))
+		g.Expect(r.Message).To(ContainSubstring("Cluster cluster-a of Placement groups was not Compliant: NonCompliant on the current spec, " +
+			"or not Compliant within the progressDeadline (2s)"))
 		g.Expect(states(r)).To(HaveKeyWithValue("cluster-a", policyv1.RolloutClusterFailed))
 		g.Expect(r.Groups[0].Failed).To(BeEquivalentTo(1))
 	}).Should(Succeed())
@@ -358,11 +369,11 @@ func buildSteadyRollout(t *testing.T, ns string) {
 	p.Spec.RolloutStrategy = perGroup("1h")
 	create(t, p, newBinding(ns, "rolling", "rollout-groups", policySubject("rolling")))
 	expectReplicasOn(t, ns, "rolling", "cluster-a")
-	report(t, "cluster-a", ns, "rolling", policyv1.NonCompliant)
+	report(t, "cluster-a", ns, "rolling", policyv1.Pending)
 	NewWithT(t).Eventually(func(g Gomega) {
 		r := rolloutOf(g, t, ns, "rolling")
 		g.Expect(states(r)).To(HaveKeyWithValue("cluster-a", policyv1.RolloutClusterProgressing))
-		g.Expect(getPolicy(g, t.Context(), ns, "rolling").Status.ComplianceState).To(Equal(policyv1.NonCompliant))
+		g.Expect(getPolicy(g, t.Context(), ns, "rolling").Status.ComplianceState).To(Equal(policyv1.Pending))
 	}).Should(Succeed())
 }
 

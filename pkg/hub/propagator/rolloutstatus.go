@@ -11,13 +11,12 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 )
 
-// Status is the root's status.rollout once the clusters in written got
-// the current spec in this reconcile; of them, those in kept got it with
-// their templates as they were (TemplatesUpToDate), so their compliance
-// is already that of the current spec. Times are kept from the previous
-// status while a cluster stays in its state, so that a steady hub, also
-// after a restart, writes nothing.
-func (plan *RolloutPlan) Status(written, kept sets.Set[string]) *policyv1.RolloutStatus {
+// Status is the root's status.rollout once the clusters in respecced got
+// the current spec in this reconcile: their replicas have a new generation,
+// which no agent has evaluated yet. Times are kept from the previous status
+// while a cluster stays in its state, so that a steady hub, also after a
+// restart, writes nothing.
+func (plan *RolloutPlan) Status(respecced sets.Set[string]) *policyv1.RolloutStatus {
 	st := &policyv1.RolloutStatus{Phase: policyv1.RolloutSucceeded}
 	if len(plan.in.Placements) > 0 {
 		st.Type = plan.in.Placements[0].Strategy.Type
@@ -26,7 +25,7 @@ func (plan *RolloutPlan) Status(written, kept sets.Set[string]) *policyv1.Rollou
 	for _, g := range plan.groups {
 		gs := policyv1.RolloutGroupStatus{Placement: g.placement, GroupName: g.key.GroupName, GroupIndex: g.key.GroupIndex}
 		for _, name := range g.clusters {
-			c := plan.clusterStatus(name, written.Has(name), kept.Has(name))
+			c := plan.clusterStatus(name, respecced.Has(name))
 			count(&gs, c.State)
 			count(&totals, c.State)
 			gs.Clusters = append(gs.Clusters, c)
@@ -46,39 +45,39 @@ func (plan *RolloutPlan) Status(written, kept sets.Set[string]) *policyv1.Rollou
 	return st
 }
 
-// clusterStatus is where one cluster stands after this reconcile's writes.
-func (plan *RolloutPlan) clusterStatus(name string, written, kept bool) policyv1.RolloutClusterStatus {
+// clusterStatus is where one cluster stands after this reconcile's writes;
+// respecced says whether it got the current spec in this reconcile.
+func (plan *RolloutPlan) clusterStatus(name string, respecced bool) policyv1.RolloutClusterStatus {
 	c := plan.in.Clusters[name]
-	if !c.Updated && !written {
+	if !c.Updated && !respecced {
 		return policyv1.RolloutClusterStatus{Name: name, State: policyv1.RolloutWaiting}
 	}
 	prev := plan.previous(name)
 	out := policyv1.RolloutClusterStatus{Name: name, State: policyv1.RolloutClusterProgressing, UpdateTime: timeOr(prev.UpdateTime, plan.in.Now)}
 	switch {
-	case written && kept && c.Compliance == policyv1.Compliant: // Note: no template changed, so no new report comes
-		out.State, out.UpdateTime = policyv1.RolloutClusterSucceeded, timeOr(nil, plan.in.Now)
-	case written: // Note: a replica written now has the status of its previous spec
+	case respecced: // Note: a new generation, which its agent has not evaluated yet
 		out.UpdateTime = timeOr(nil, plan.in.Now)
 	case plan.succeeded(name):
 		out.State = policyv1.RolloutClusterSucceeded
-	case plan.timedOut.Has(name):
+	case plan.failed.Has(name):
 		out.State = policyv1.RolloutClusterFailed
 	}
 	out.LastTransitionTime = timeOr(nil, plan.in.Now)
-	if prev.State == out.State && !written {
+	if prev.State == out.State && !respecced {
 		out.LastTransitionTime = timeOr(prev.LastTransitionTime, plan.in.Now)
 	}
 	return out
 }
 
 // staleMessage names the Progressing clusters whose replica is Compliant
-// only on reports made before its update, so that a user reading a
-// Compliant replica knows why the rollout waits for it.
+// while its agent has not reported evaluating the replica's current
+// generation, so that a user reading a Compliant replica knows why the
+// rollout waits for it.
 func (plan *RolloutPlan) staleMessage(groups []policyv1.RolloutGroupStatus) string {
 	var stale []string
 	for _, g := range groups {
 		for _, c := range g.Clusters {
-			if in := plan.in.Clusters[c.Name]; c.State == policyv1.RolloutClusterProgressing && in.Updated && in.Compliance == policyv1.Compliant {
+			if in := plan.in.Clusters[c.Name]; c.State == policyv1.RolloutClusterProgressing && !in.Evaluated && in.Compliance == policyv1.Compliant {
 				stale = append(stale, c.Name)
 			}
 		}
@@ -90,7 +89,8 @@ func (plan *RolloutPlan) staleMessage(groups []policyv1.RolloutGroupStatus) stri
 	if len(stale) > 5 {
 		names += fmt.Sprintf(" and %d more", len(stale)-5)
 	}
-	return fmt.Sprintf(" Compliant only on reports made before their update (their agents have not reported on the current spec yet): %s.", names)
+	return fmt.Sprintf(" Compliant only on reports about a previous spec (their agents have not reported evaluating the current "+
+		"generation of their replica yet, status.evaluatedGeneration): %s.", names)
 }
 
 // count adds a cluster in state to the counts of g.

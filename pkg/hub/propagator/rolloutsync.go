@@ -162,6 +162,11 @@ type preparedReplica struct {
 // writeReplicas writes the prepared replicas that the rollout lets have
 // the current spec (all of them without a rollout strategy), and sets the
 // root's status.rollout.
+//
+// The status.rollout that shows the gated clusters about to get a new spec
+// as updated is written before their replicas: a restart, or a failed
+// write, never leaves a replica of a new generation that the root's status
+// does not show updated, and no later group is written before it is.
 func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, prepared []preparedReplica, gated []RolloutPlacement, out *syncOutcome) {
 	if len(gated) == 0 {
 		root.Status.Rollout = nil
@@ -178,32 +183,81 @@ func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, p
 	in := RolloutInputs{Policy: root.Name, Placements: gated, Clusters: map[string]RolloutCluster{}, Previous: previous, Now: rolloutsdk.RolloutClock.Now()}
 	entries := PreviousEntries(previous)
 	for _, p := range prepared {
-		c := RolloutCluster{Updated: p.upToDate}
-		if p.existing != nil {
-			c.Compliance = p.existing.Status.ComplianceState
-		}
-		if NeedsReport(entries[p.desired.Namespace], c) {
-			c.ReportedAt = r.reportedAt(ctx, p.existing, out)
-		}
-		in.Clusters[p.desired.Namespace] = c
+		in.Clusters[p.desired.Namespace] = r.rolloutCluster(ctx, p, entries[p.desired.Namespace], out)
 	}
 	plan := PlanRollout(in)
-	written, kept := sets.New[string](), sets.New[string]()
+	var toWrite []preparedReplica
+	respecced := sets.New[string]()
 	for _, p := range prepared {
-		cluster := p.desired.Namespace
-		if !p.upToDate && plan.Gated.Has(cluster) && !plan.ToApply.Has(cluster) {
-			continue // Note: the replica keeps its previous spec, or is not created yet
-		}
-		if r.writeReplica(ctx, root, p, out) && !p.upToDate {
-			written.Insert(cluster)
-			if p.existing != nil && TemplatesUpToDate(p.desired, p.existing) {
-				kept.Insert(cluster)
+		cluster, newSpec := p.desired.Namespace, !sameSpec(p.desired, p.existing)
+		switch {
+		case p.upToDate:
+		case newSpec && plan.Gated.Has(cluster) && !plan.ToApply.Has(cluster): // Note: the replica keeps its previous spec, or is not created yet
+		default:
+			toWrite = append(toWrite, p)
+			if newSpec && plan.Gated.Has(cluster) {
+				respecced.Insert(cluster)
 			}
 		}
 	}
-	root.Status.Rollout = plan.Status(written, kept)
+	root.Status.Rollout = plan.Status(respecced)
 	out.recheck, out.invalidRollout = plan.RecheckAfter, plan.Invalid
+	if respecced.Len() > 0 && !equality.Semantic.DeepEqual(previous, root.Status.Rollout) {
+		if err := r.recordRollout(ctx, root, previous); err != nil {
+			root.Status.Rollout = previous
+			out.failures = append(out.failures, err)
+			return
+		}
+	}
+	written := sets.New[string]()
+	for _, p := range toWrite {
+		if r.writeReplica(ctx, root, p, out) {
+			written.Insert(p.desired.Namespace)
+		}
+	}
+	root.Status.Rollout = plan.Status(respecced.Intersection(written))
 	r.updateSetConditions(ctx, root, gated, out)
+}
+
+// sameSpec reports whether existing, when there is one, has the spec of
+// desired: then writing desired changes only its metadata, which leaves
+// the replica's generation, and what its agent evaluated, as they are.
+func sameSpec(desired, existing *policyv1.Policy) bool {
+	return existing != nil && specsEqual(&desired.Spec, &existing.Spec)
+}
+
+// rolloutCluster reads where the replica of a prepared cluster stands, from
+// one object: its spec, compliance and evaluated generation are never
+// mixed from two reads. A replica the cache shows newly Succeeded (its
+// previous entry, prev, is not) is read again from the API server, so that
+// a lagging cache never moves the rollout on by itself; one that cannot be
+// read is not Succeeded (the read is retried).
+func (r *Reconciler) rolloutCluster(ctx context.Context, p preparedReplica, prev policyv1.RolloutClusterStatus, out *syncOutcome) RolloutCluster {
+	c := clusterOf(p.desired, p.existing)
+	if !c.Updated || !c.Evaluated || c.Compliance != policyv1.Compliant || prev.State == policyv1.RolloutClusterSucceeded {
+		return c
+	}
+	current := &policyv1.Policy{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(p.existing), current); err != nil {
+		if !apierrors.IsNotFound(err) {
+			out.retry = append(out.retry, fmt.Errorf("cluster %s: reading replica %s: %w", p.existing.Namespace, klog.KObj(p.existing), err))
+		}
+		return RolloutCluster{}
+	}
+	return clusterOf(p.desired, current)
+}
+
+// clusterOf is where a replica, existing (nil: none), stands for a rollout
+// of desired.
+func clusterOf(desired, existing *policyv1.Policy) RolloutCluster {
+	if existing == nil {
+		return RolloutCluster{}
+	}
+	return RolloutCluster{
+		Updated:    sameSpec(desired, existing),
+		Compliance: existing.Status.ComplianceState,
+		Evaluated:  existing.Status.EvaluatedGeneration == existing.Generation,
+	}
 }
 
 // previousRollout reads the root's status.rollout from the API server.
@@ -219,33 +273,16 @@ func (r *Reconciler) previousRollout(ctx context.Context, root *policyv1.Policy)
 	return current.Status.Rollout, nil
 }
 
-// reportedAt reads, from the API server (the cache holds no compliance
-// history), when the replica's newest compliance report was made; nil when
-// it has none or cannot be read (then the read is retried).
-func (r *Reconciler) reportedAt(ctx context.Context, existing *policyv1.Policy, out *syncOutcome) *metav1.Time {
-	current := &policyv1.Policy{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(existing), current); err != nil {
-		if !apierrors.IsNotFound(err) {
-			out.retry = append(out.retry, fmt.Errorf("cluster %s: reading the compliance history of replica %s: %w",
-				existing.Namespace, klog.KObj(existing), err))
-		}
-		return nil
+// recordRollout writes root's status.rollout, which was previous, at once,
+// before the replicas it shows updated are written.
+func (r *Reconciler) recordRollout(ctx context.Context, root *policyv1.Policy, previous *policyv1.RolloutStatus) error {
+	orig := root.DeepCopy()
+	orig.Status.Rollout = previous
+	patched := root.DeepCopy()
+	if err := r.Client.Status().Patch(ctx, patched, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("recording the rollout of %s before updating its replicas: %w", klog.KObj(root), err)
 	}
-	return NewestReport(current)
-}
-
-// NewestReport is the time of the newest entry of a replica's compliance
-// history, over all its templates; nil when it has none.
-func NewestReport(p *policyv1.Policy) *metav1.Time {
-	var newest *metav1.Time
-	for _, d := range p.Status.Details {
-		for i := range d.History {
-			if t := &d.History[i].LastTimestamp; !t.IsZero() && (newest == nil || newest.Before(t)) {
-				newest = t.DeepCopy()
-			}
-		}
-	}
-	return newest
+	return nil
 }
 
 // InvalidRolloutCondition is ConditionPropagated of a root policy whose
@@ -280,9 +317,8 @@ func withRollout(c metav1.Condition, res Resolution, rollout *policyv1.RolloutSt
 }
 
 // complianceChanged passes what moves a rollout on: the replica updates
-// that change status.compliant or, Compliant before and after, only the
-// status (a new report, which may be the first for the current spec: the
-// cache holds no history to tell), and the root updates that change
+// that change status.compliant or status.evaluatedGeneration (the agent
+// reported on a new generation), and the root updates that change
 // status.rollout (where a PolicySet's other members stand).
 var complianceChanged = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -296,11 +332,9 @@ var complianceChanged = predicate.Funcs{
 			return false
 		case !replica.IsReplica(newP):
 			return !equality.Semantic.DeepEqual(oldP.Status.Rollout, newP.Status.Rollout)
-		case oldP.Status.ComplianceState != newP.Status.ComplianceState:
-			return true
 		default:
-			return newP.Status.ComplianceState == policyv1.Compliant && oldP.Generation == newP.Generation &&
-				oldP.ResourceVersion != newP.ResourceVersion
+			return oldP.Status.ComplianceState != newP.Status.ComplianceState ||
+				oldP.Status.EvaluatedGeneration != newP.Status.EvaluatedGeneration
 		}
 	},
 }

@@ -3,6 +3,7 @@ package specsync
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	replicas "github.com/canopy-policy/canopy/pkg/replica"
 	"github.com/canopy-policy/canopy/pkg/spoke/internal/clusterns"
 )
 
@@ -118,19 +120,32 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, name string) error {
 }
 
 // InSync reports whether local already carries the replica's spec, labels
-// and annotations.
+// and annotations, and its generation.
 func InSync(local, replica *policyv1.Policy) bool {
 	return equality.Semantic.DeepEqual(local.Spec, replica.Spec) &&
 		equalMaps(local.Labels, replica.Labels) &&
-		equalMaps(local.Annotations, replica.Annotations)
+		equalMaps(local.Annotations, localAnnotations(replica))
 }
 
-// copySpec copies what flows down from the hub: spec, labels, annotations.
+// copySpec copies what flows down from the hub: spec, labels, annotations,
+// and the replica's generation, which statussync reports back once the
+// local Policy is evaluated (status.evaluatedGeneration).
 // Note: status never flows down; statussync writes it from local events.
 func copySpec(local, replica *policyv1.Policy) {
 	local.Spec = *replica.Spec.DeepCopy()
 	local.Labels = copyMap(replica.Labels)
-	local.Annotations = copyMap(replica.Annotations)
+	local.Annotations = localAnnotations(replica)
+}
+
+// localAnnotations are the annotations of the local copy of replica: the
+// replica's, and its metadata.generation (replicas.GenerationAnnotation).
+func localAnnotations(replica *policyv1.Policy) map[string]string {
+	out := copyMap(replica.Annotations)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[replicas.GenerationAnnotation] = strconv.FormatInt(replica.Generation, 10)
+	return out
 }
 
 func copyMap(m map[string]string) map[string]string {

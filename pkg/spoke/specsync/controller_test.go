@@ -3,6 +3,7 @@ package specsync_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -16,14 +17,15 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/test/controlplane"
+	replicas "github.com/canopy-policy/canopy/pkg/replica"
 	"github.com/canopy-policy/canopy/pkg/spoke/internal/clusterns"
 	"github.com/canopy-policy/canopy/pkg/spoke/specsync"
 )
 
 // TestCopiesReplica: a replica in the hub cluster namespace becomes a
 // Policy of the same name in the same-named namespace of the managed
-// cluster, with its spec, labels and annotations; the namespace, missing on
-// the managed cluster, is created.
+// cluster, with its spec, labels and annotations, and the replica's
+// generation; the namespace, missing on the managed cluster, is created.
 func TestCopiesReplica(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -35,13 +37,15 @@ func TestCopiesReplica(t *testing.T) {
 	local := c.local(replica)(g)
 	g.Expect(local.Spec).To(Equal(replica.Spec))
 	g.Expect(local.Labels).To(Equal(replica.Labels))
-	g.Expect(local.Annotations).To(Equal(replica.Annotations))
+	want := maps.Clone(replica.Annotations)
+	want[replicas.GenerationAnnotation] = "1"
+	g.Expect(local.Annotations).To(Equal(want))
 	g.Expect(c.managed.Get(t.Context(), client.ObjectKey{Name: c.ns}, &corev1.Namespace{})).To(Succeed())
 }
 
 // TestFollowsReplica: a change of the replica's spec, labels or annotations
-// reaches the local Policy, removals included; its deletion deletes the
-// local Policy.
+// reaches the local Policy, removals included, with the replica's new
+// generation; its deletion deletes the local Policy.
 func TestFollowsReplica(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -58,7 +62,7 @@ func TestFollowsReplica(t *testing.T) {
 	g.Eventually(c.local(replica)).Should(And(
 		HaveField("Spec", Equal(replica.Spec)),
 		HaveField("Labels", HaveKeyWithValue("team", "billing")),
-		HaveField("Annotations", BeEmpty())))
+		HaveField("Annotations", Equal(map[string]string{replicas.GenerationAnnotation: "2"}))))
 
 	g.Expect(c.hub.Delete(t.Context(), replica)).To(Succeed())
 	g.Eventually(c.local(replica)).Should(BeNil())

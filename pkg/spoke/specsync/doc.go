@@ -5,7 +5,9 @@
 // missing).
 //
 // It reconciles hub replicas and writes only the spec, labels and
-// annotations of local Policies. It never writes status, in either
+// annotations of local Policies, adding the replica's metadata.generation
+// (replica.GenerationAnnotation), which statussync reports back as
+// status.evaluatedGeneration once the local Policy is evaluated. It never writes status, in either
 // direction: statussync is the only writer of Policy status.
 //
 // While the hub is unreachable nothing is deleted: the hub cache keeps the

@@ -122,6 +122,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 	details := Details(TemplateNames(policy), Entries(string(policy.UID), current), policy.Status.Details)
 	policy.Status.Details = details
 	policy.Status.ComplianceState = PolicyCompliance(details)
+	evaluated, err := r.evaluatedObjects(ctx, policy, current)
+	if err != nil {
+		return err
+	}
+	SetEvaluated(policy, Evaluated(policy, current, evaluated))
 	return nil
 }
 

@@ -18,8 +18,18 @@
 // cache, which may lag (templates.go). An entry stays in the history once
 // it is there; should one slip in, templatesync records its report again.
 //
-// HubReconciler reconciles hub replicas: it copies status.compliant and
-// status.details of the local Policy to the replica of the same name. Its
+// A local copy of a hub replica (specsync notes the replica's generation on
+// it, pkg/replica) also gets status.evaluatedGeneration: the replica's
+// generation once every template of the Policy's current generation has,
+// as its newest event, a report on that generation (Evaluated: an
+// evaluator's on the object templatesync wrote for it, or templatesync's
+// own), and the condition Evaluated that says for which generation of the
+// local Policy that was computed; it stays when the events expire.
+//
+// HubReconciler reconciles hub replicas: it copies status.compliant,
+// status.details and status.evaluatedGeneration (EvaluatedGeneration: 0
+// while the local one is about a previous spec) of the local Policy to the
+// replica of the same name. Its
 // state is the local status, so after a hub outage it sends the latest
 // status, whose history holds every transition recorded meanwhile.
 package statussync

@@ -49,6 +49,7 @@ func (r *HubReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	orig := replica.DeepCopy()
 	replica.Status.ComplianceState = local.Status.ComplianceState
 	replica.Status.Details = local.Status.Details
+	replica.Status.EvaluatedGeneration = EvaluatedGeneration(local)
 	if equality.Semantic.DeepEqual(orig.Status, replica.Status) {
 		return ctrl.Result{}, nil
 	}

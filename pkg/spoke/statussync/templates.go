@@ -2,13 +2,10 @@ package statussync
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -102,25 +99,17 @@ func (r *Reconciler) templateObjects(ctx context.Context, policy *policyv1.Polic
 // when it exists and is policy's (templatesync labels it so), through
 // reader; empty otherwise, also when the cluster serves no such kind.
 func (r *Reconciler) readTemplate(ctx context.Context, reader client.Reader, policy *policyv1.Policy, gvk schema.GroupVersionKind, name string) (types.UID, error) {
-	ctx, cancel := context.WithTimeout(ctx, templateReadTimeout)
-	defer cancel()
-	obj := r.templateObject(gvk)
-	err := reader.Get(ctx, types.NamespacedName{Namespace: policy.Namespace, Name: name}, obj)
-	switch {
-	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
-		return "", nil
-	case err != nil:
-		return "", fmt.Errorf("reading template %s %s: %w", gvk.Kind, name, err)
-	case obj.GetLabels()[policyv1.PolicyLabel] != policy.Name:
-		return "", nil // another policy's, or nobody's: not this template's object
+	obj, err := r.readTemplateObject(ctx, reader, policy, gvk, name)
+	if obj == nil || err != nil {
+		return "", err
 	}
-	return obj.GetUID(), nil
+	return obj.UID, nil
 }
 
 // templateObject is an empty object of kind gvk to read a template into:
 // typed when the scheme knows the kind, so that the cache shares the
 // informer its evaluator reads (ConfigurationPolicy, OperatorPolicy,
-// CertificatePolicy), metadata only otherwise. Only the labels and UID are
+// CertificatePolicy), metadata only otherwise. Only the metadata is
 // read; an unstructured object would make the cache keep a second, whole
 // copy of every template (make bench: agent heap profile).
 func (r *Reconciler) templateObject(gvk schema.GroupVersionKind) client.Object {

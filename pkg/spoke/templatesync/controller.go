@@ -25,6 +25,7 @@ import (
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
 	"github.com/canopy-policy/canopy/pkg/depwatch"
+	"github.com/canopy-policy/canopy/pkg/replica"
 	"github.com/canopy-policy/canopy/pkg/spoke/internal/enqueue"
 )
 
@@ -273,6 +274,9 @@ func (r *Reconciler) applyPending(ctx context.Context, policy *policyv1.Policy, 
 // exists. It records again whenever the status shows something else
 // (RecordOptions.Visible): templatesync recomputes what it reports on every
 // reconcile, and does not trust the Recorder's memory of having said it.
+// The event's version is the Policy's generation
+// (replica.TemplateSyncVersion): every change of the Policy is reported
+// again, so that statussync sees it evaluated.
 func (r *Reconciler) record(ctx context.Context, policy *policyv1.Policy, template string, obj *unstructured.Unstructured,
 	state policyv1.ComplianceState, msg string,
 ) error {
@@ -285,7 +289,8 @@ func (r *Reconciler) record(ctx context.Context, policy *policyv1.Policy, templa
 	if obj != nil {
 		gvk = obj.GroupVersionKind()
 	}
-	opts := compliance.RecordOptions{Related: compliance.TemplateRef(gvk, policy.Namespace, template), Visible: visible(policy, template)}
+	opts := compliance.RecordOptions{Related: compliance.TemplateRef(gvk, policy.Namespace, template), Visible: visible(policy, template),
+		Version: replica.TemplateSyncVersion(policy.Generation)}
 	emitted, err := r.Recorder.Record(ctx, compliance.ParentFromPolicy(policy), c, opts)
 	if err != nil {
 		return err

@@ -32,6 +32,14 @@
 // (UnevaluatedMessage; pkg/templatekinds lists the kinds the agent
 // evaluates, which `kubectl canopy vet` warns about too).
 //
+// Every template object carries the Policy's metadata.generation
+// (replica.PolicyGenerationAnnotation), within the hash the evaluators
+// report as the version they evaluated, and templatesync's own events carry
+// that generation as their version (replica.TemplateSyncVersion): every
+// change of the Policy, also one that reaches no template's content, is
+// evaluated and reported again, so that statussync can tell the hub which
+// generation was evaluated.
+//
 // It is the only writer of policy template objects and writes no status: it
 // reports through compliance events (pkg/compliance), which statussync turns
 // into Policy status. Its events reference the template by name without a

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,6 +15,7 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/depgraph"
+	"github.com/canopy-policy/canopy/pkg/replica"
 )
 
 // Template is the plan for one entry of a Policy's policy-templates.
@@ -102,7 +104,8 @@ func kindString(gvk schema.GroupVersionKind) string {
 
 // desiredObject returns the template object as templatesync writes it:
 // in the Policy's namespace, labelled and owned by it, with the Policy's
-// remediationAction when it sets one.
+// remediationAction when it sets one, and the Policy's generation
+// (replica.PolicyGenerationAnnotation).
 func desiredObject(policy *policyv1.Policy, def *unstructured.Unstructured) *unstructured.Unstructured {
 	obj := def.DeepCopy()
 	obj.SetNamespace(policy.Namespace)
@@ -121,7 +124,13 @@ func desiredObject(policy *policyv1.Policy, def *unstructured.Unstructured) *uns
 	if policy.Spec.RemediationAction != "" {
 		_ = unstructured.SetNestedField(obj.Object, string(policy.Spec.RemediationAction), "spec", "remediationAction")
 	}
-	stamp(obj)
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[replica.PolicyGenerationAnnotation] = strconv.FormatInt(policy.Generation, 10)
+	obj.SetAnnotations(annotations)
+	stamp(obj) // Note: the hash holds the Policy's generation, so every change of the Policy is evaluated again
 	return obj
 }
 
