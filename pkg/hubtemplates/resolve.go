@@ -88,7 +88,7 @@ func offlineRun(ctx context.Context, hub client.Client, lookupCfg *rest.Config, 
 			return mc.Labels, nil
 		},
 		key:  func() ([]byte, error) { return readEncryptionKey(ctx, hub, cluster) },
-		read: func() ([]unstructured.Unstructured, error) { return resolver.GetUsedResources(), nil },
+		read: func() ([]unstructured.Unstructured, error) { return resolver.GetUsedUnstructs(), nil },
 	}
 	existing := &policyv1.Policy{}
 	if err := hub.Get(ctx, client.ObjectKeyFromObject(desired), existing); err == nil {
