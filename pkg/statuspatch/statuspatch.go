@@ -33,7 +33,8 @@ type Patch[T Object[T]] struct {
 	status    func(T) any
 	skip      func(orig, obj T, reconcileErr error) bool
 	patched   func(ctx context.Context, obj T)
-	reader    client.Reader                  // set by Owner: the API server, read again on a conflict
+	reader    client.Reader                  // read again on a conflict: ReadFrom's, Owner's, or the client
+	owner     bool                           // set by Owner
 	recompute func(context.Context, T) error // set by Recompute
 	written   *Written[T]                    // set by Remember
 }
@@ -47,6 +48,7 @@ type Option[T Object[T]] func(*Patch[T])
 // written on it is first set to the object as written.
 func Snapshot[T Object[T]](c client.StatusClient, obj T, status func(T) any, opts ...Option[T]) *Patch[T] {
 	p := &Patch[T]{client: c, obj: obj, status: status}
+	p.reader, _ = c.(client.Reader)
 	for _, o := range opts {
 		o(p)
 	}
@@ -69,16 +71,24 @@ func OnPatched[T Object[T]](patched func(ctx context.Context, obj T)) Option[T] 
 	return func(p *Patch[T]) { p.patched = patched }
 }
 
-// Owner tells Apply that its writer is the only writer of the whole
-// status: the patch then also carries the snapshot's resourceVersion, so
-// that a status computed from an object older than the API server's is
-// refused (Conflict) rather than merged into a newer status. Refused, the
-// write is redone on the object read again from reader, which must read
-// the API server, not a cache: with the status Recompute computes for it,
-// or, without Recompute, with the status the reconcile computed, when the
-// object's generation is the snapshot's (the spec it was computed for).
-func Owner[T Object[T]](reader client.Reader) Option[T] {
+// ReadFrom sets where Apply reads the object again after a conflict: the
+// API server (a manager's API reader). Without it, Apply reads through the
+// client that writes, when it reads: a cache may need several conflicts to
+// catch up, after which the conflict is returned, for the reconcile to be
+// retried.
+func ReadFrom[T Object[T]](reader client.Reader) Option[T] {
 	return func(p *Patch[T]) { p.reader = reader }
+}
+
+// Owner tells Apply that its writer is the only writer of the whole
+// status, read again from reader (as ReadFrom) after a conflict: the write
+// is then redone with the status Recompute computes for the object read,
+// or, without Recompute, with the status the reconcile computed when the
+// object's generation is the snapshot's (the spec it was computed for);
+// not with the reconcile's changes alone, which a status newer than the
+// snapshot would make wrong.
+func Owner[T Object[T]](reader client.Reader) Option[T] {
+	return func(p *Patch[T]) { p.reader, p.owner = reader, true }
 }
 
 // Recompute sets how Owner's retry computes the status of the object read
@@ -100,10 +110,15 @@ func Remember[T Object[T]](w *Written[T]) Option[T] {
 // deleted and recreated under the same name, is not a failure and gets
 // nothing.
 //
-// Every patch carries the snapshot's UID as a precondition (and, with
-// Owner, its resourceVersion): the API server refuses it with a Conflict
-// when the object is not the one the status was computed for, so that a
-// status never lands on a same-named successor.
+// Every patch carries the resourceVersion of the object it was computed
+// from as a precondition: the API server refuses it (Conflict) when the
+// object changed since, or is another object of the same name (a
+// resourceVersion names one version of one object; a UID in a status
+// patch is not checked by the API server). Refused, the object is read
+// again from the API server: gone or another UID, nothing is written, so
+// that a status never lands on a same-named successor; the same object,
+// the write is redone on the version read: the reconcile's changes alone
+// for a shared status, the whole status for an Owner.
 func (p *Patch[T]) Apply(ctx context.Context, reconcileErr *error) {
 	switch err := p.apply(ctx, *reconcileErr); {
 	case err == nil:
@@ -117,24 +132,24 @@ func (p *Patch[T]) Apply(ctx context.Context, reconcileErr *error) {
 // apply writes the status, retrying on conflicts, and returns the error
 // that is the caller's (none for an object gone or replaced).
 func (p *Patch[T]) apply(ctx context.Context, reconcileErr error) error {
-	base, target := p.orig, p.obj
+	if p.unchanged(p.orig, p.obj, reconcileErr) {
+		return nil
+	}
+	delta, err := client.MergeFrom(p.orig).Data(p.obj)
+	if err != nil {
+		return fmt.Errorf("computing the status patch of %s: %w", name(p.orig), err)
+	}
+	rv := p.orig.GetResourceVersion()
 	for attempt := 1; ; attempt++ {
-		if equality.Semantic.DeepEqual(p.status(base), p.status(target)) {
-			return nil
-		}
-		if p.skip != nil && p.skip(base, target, reconcileErr) {
-			return nil
-		}
-		patch, err := preconditioned(base, target, p.reader != nil)
+		patch, err := preconditioned(delta, rv)
 		if err != nil {
-			return err
+			return fmt.Errorf("computing the status patch of %s: %w", name(p.orig), err)
 		}
-		readRV := base.GetResourceVersion()
 		err = p.client.Status().Patch(ctx, p.obj, patch)
 		switch {
 		case err == nil:
 			if p.written != nil {
-				p.written.record(readRV, p.obj)
+				p.written.record(rv, p.obj)
 			}
 			if p.patched != nil {
 				p.patched(ctx, p.obj)
@@ -142,28 +157,43 @@ func (p *Patch[T]) apply(ctx context.Context, reconcileErr error) error {
 			return nil
 		case apierrors.IsNotFound(err):
 			return nil
-		case !apierrors.IsConflict(err):
-			return err
-		case p.reader == nil:
-			return nil // the patch's one precondition is the UID: the object is another
-		case attempt == maxAttempts:
+		case !apierrors.IsConflict(err) || p.reader == nil || attempt == maxAttempts:
 			return err
 		}
 		fresh := p.orig.DeepCopy()
 		if err := p.reader.Get(ctx, client.ObjectKeyFromObject(p.orig), fresh); apierrors.IsNotFound(err) {
 			return nil
 		} else if err != nil {
-			return fmt.Errorf("reading %s/%s again after a conflict: %w", p.orig.GetNamespace(), p.orig.GetName(), err)
+			return fmt.Errorf("reading %s again after a conflict: %w", name(p.orig), err)
 		}
 		if fresh.GetUID() != p.orig.GetUID() {
 			return nil // deleted and recreated: the status computed is not the successor's
+		}
+		rv = fresh.GetResourceVersion()
+		if !p.owner {
+			continue // the same changes, on the version read
 		}
 		next, err := p.next(ctx, fresh, err)
 		if err != nil {
 			return err
 		}
-		base, target = fresh, next
+		if p.unchanged(fresh, next, reconcileErr) {
+			return nil
+		}
+		if delta, err = client.MergeFrom(fresh).Data(next); err != nil {
+			return fmt.Errorf("computing the status patch of %s: %w", name(p.orig), err)
+		}
 	}
+}
+
+// unchanged tells a status of obj that needs no write over base's.
+func (p *Patch[T]) unchanged(base, obj T, reconcileErr error) bool {
+	return equality.Semantic.DeepEqual(p.status(base), p.status(obj)) || p.skip != nil && p.skip(base, obj, reconcileErr)
+}
+
+// name is obj's namespace/name, for errors.
+func name(obj client.Object) string {
+	return obj.GetNamespace() + "/" + obj.GetName()
 }
 
 // next is the object with the status to write over fresh, the object read
@@ -205,33 +235,25 @@ func copyStatus[T Object[T]](from, to T) error {
 	return nil
 }
 
-// preconditioned is the JSON merge patch from base to target, carrying
-// base's UID and, with withVersion, its resourceVersion: the API server
-// refuses it with a Conflict when the object it holds has another.
-func preconditioned(base, target client.Object, withVersion bool) (client.Patch, error) {
-	data, err := client.MergeFrom(base).Data(target)
-	if err != nil {
-		return nil, fmt.Errorf("computing the status patch of %s/%s: %w", base.GetNamespace(), base.GetName(), err)
-	}
+// preconditioned is the JSON merge patch delta with metadata.resourceVersion
+// set to rv (when not empty): the API server refuses it with a Conflict when
+// the object it holds is at another version.
+func preconditioned(delta []byte, rv string) (client.Patch, error) {
 	patch := map[string]any{}
-	if err := json.Unmarshal(data, &patch); err != nil {
-		return nil, fmt.Errorf("decoding the status patch of %s/%s: %w", base.GetNamespace(), base.GetName(), err)
+	if err := json.Unmarshal(delta, &patch); err != nil {
+		return nil, err
 	}
-	meta, _ := patch["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	if uid := base.GetUID(); uid != "" {
-		meta["uid"] = uid
-	}
-	if rv := base.GetResourceVersion(); withVersion && rv != "" {
+	if rv != "" {
+		meta, _ := patch["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+		}
 		meta["resourceVersion"] = rv
-	}
-	if len(meta) > 0 {
 		patch["metadata"] = meta
 	}
-	if data, err = json.Marshal(patch); err != nil {
-		return nil, fmt.Errorf("encoding the status patch of %s/%s: %w", base.GetNamespace(), base.GetName(), err)
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return nil, err
 	}
 	return client.RawPatch(types.MergePatchType, data), nil
 }
