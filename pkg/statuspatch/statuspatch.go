@@ -76,8 +76,14 @@ func OnPatched[T Object[T]](patched func(ctx context.Context, obj T)) Option[T] 
 // client that writes, when it reads: a cache may need several conflicts to
 // catch up, after which the conflict is returned, for the reconcile to be
 // retried.
+//
+// A nil reader leaves the default.
 func ReadFrom[T Object[T]](reader client.Reader) Option[T] {
-	return func(p *Patch[T]) { p.reader = reader }
+	return func(p *Patch[T]) {
+		if reader != nil {
+			p.reader = reader
+		}
+	}
 }
 
 // Owner tells Apply that its writer is the only writer of the whole
