@@ -86,13 +86,15 @@ func ReadFrom[T Object[T]](reader client.Reader) Option[T] {
 	}
 }
 
-// Owner tells Apply that its writer is the only writer of the whole
-// status, read again from reader (as ReadFrom) after a conflict: the write
-// is then redone with the status Recompute computes for the object read,
-// or, without Recompute, with the status the reconcile computed when the
-// object's generation is the snapshot's (the spec it was computed for);
-// not with the reconcile's changes alone, which a status newer than the
-// snapshot would make wrong.
+// Owner tells Apply that its writer computes the status it writes from the
+// object it read, as the only writer of the whole status (or, with
+// Recompute, of the fields Recompute sets); the object is read again from
+// reader (as ReadFrom) after a conflict. The write is then redone with the
+// status Recompute computes for the object read, or, without Recompute,
+// with the whole status the reconcile computed when the object's
+// generation is the snapshot's (the spec it was computed for); not with
+// the reconcile's changes alone, which a status newer than the snapshot
+// would make wrong.
 func Owner[T Object[T]](reader client.Reader) Option[T] {
 	return func(p *Patch[T]) { p.reader, p.owner = reader, true }
 }

@@ -52,8 +52,9 @@ func (r *HubReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if !replica.DeletionTimestamp.IsZero() || replica.Labels[policyv1.RootPolicyLabel] == "" {
 		return ctrl.Result{}, nil // not a replica (no root-policy label): its status is not ours
 	}
-	// The replica's status is this controller's alone: a write from a stale
-	// read is refused and redone on the hub's copy, never on a successor.
+	// The replica's compliance and details are this controller's alone: a
+	// write from a stale read is refused and computed again on the hub's
+	// copy (keeping the hub's own fields), never written on a successor.
 	sendLocal := func(_ context.Context, replica *policyv1.Policy) error {
 		replica.Status.ComplianceState = local.Status.ComplianceState
 		replica.Status.Details = local.Status.Details

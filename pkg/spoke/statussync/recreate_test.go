@@ -117,6 +117,29 @@ func recreatePolicy(ctx context.Context, c client.Client, p *policyv1.Policy) er
 	if err := c.Delete(ctx, p); err != nil {
 		return err
 	}
-	successor := &policyv1.Policy{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}, Spec: p.Spec}
+	successor := &policyv1.Policy{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels}, Spec: p.Spec}
 	return c.Create(ctx, successor) // no finalizer: the predecessor is gone when Delete returns
+}
+
+// TestHubRecreatedReplica: a replica deleted and recreated under the same
+// name after the hub controller read it never gets the status sent for
+// its predecessor.
+func TestHubRecreatedReplica(t *testing.T) {
+	h := newHubTest(t)
+	h.createReplica()
+	h.createLocal(nonCompliant)
+	recreateAfterRead := func(c client.Client) client.Client {
+		var once sync.Once
+		return intercept(c, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if err := c.Get(ctx, key, obj, opts...); err != nil {
+					return err
+				}
+				once.Do(func() { h.g.Expect(recreatePolicy(ctx, h.hub, h.replica)).To(Succeed()) })
+				return nil
+			},
+		})
+	}
+	h.g.Expect(h.reconcile(h.reconciler(t, recreateAfterRead))).To(Equal(ctrl.Result{}))
+	h.g.Expect(status(t, h.hub, h.replica)(h.g)).To(BeZero(), "the successor's status")
 }
