@@ -212,13 +212,13 @@ func (p *Patch[T]) next(ctx context.Context, fresh T, conflict error) (T, error)
 	next := fresh.DeepCopy()
 	if p.recompute != nil {
 		if err := p.recompute(ctx, next); err != nil {
-			return next, fmt.Errorf("computing the status of %s/%s again after a conflict: %w", fresh.GetNamespace(), fresh.GetName(), err)
+			return next, fmt.Errorf("computing the status of %s again after a conflict: %w", name(fresh), err)
 		}
 		return next, nil
 	}
 	if fresh.GetGeneration() != p.orig.GetGeneration() {
-		return next, fmt.Errorf("status of %s/%s computed for generation %d, now %d: %w",
-			fresh.GetNamespace(), fresh.GetName(), p.orig.GetGeneration(), fresh.GetGeneration(), conflict)
+		return next, fmt.Errorf("status of %s computed for generation %d, now %d: %w",
+			name(fresh), p.orig.GetGeneration(), fresh.GetGeneration(), conflict)
 	}
 	return next, copyStatus(p.obj, next)
 }

@@ -145,6 +145,34 @@ func TestOnPatched(t *testing.T) {
 	g.Expect(seen).To(Equal([]policyv1.ComplianceState{policyv1.Compliant}), "not for a successor")
 }
 
+// TestConflictWithoutReader: a writer that cannot read the object again
+// returns the conflict, for its reconcile to be retried, and writes
+// nothing; ReadFrom gives it a reader.
+func TestConflictWithoutReader(t *testing.T) {
+	g := NewWithT(t)
+	srv := newServer(t, nil)
+	writeOnly := struct{ client.StatusClient }{srv}
+	policy := &policyv1.Policy{}
+	g.Expect(srv.Get(t.Context(), key, policy)).To(Succeed())
+	status := statuspatch.Snapshot(writeOnly, policy, policyStatus)
+	policy.Status.ComplianceState = policyv1.Compliant
+	srv.meanwhile(t, statusMoved)
+	var err error
+	status.Apply(t.Context(), &err)
+	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "%v", err)
+	g.Expect(srv.status(t)).To(Equal(policyv1.Pending))
+
+	g.Expect(srv.Get(t.Context(), key, policy)).To(Succeed())
+	status = statuspatch.Snapshot(writeOnly, policy, policyStatus, statuspatch.ReadFrom[*policyv1.Policy](srv))
+	policy.Status.ComplianceState = policyv1.Compliant
+	srv.meanwhile(t, statusMoved)
+	err = nil
+	status.Apply(t.Context(), &err)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(srv.status(t)).To(Equal(policyv1.Compliant))
+	g.Expect(srv.patches).To(HaveLen(3), "one refused, one refused then redone")
+}
+
 // TestRemember: a reconcile that reads the object from a cache that has
 // not seen the last status write starts from the object as written; a
 // cache that caught up, or holds another object of the name, is read as
