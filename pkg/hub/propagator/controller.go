@@ -122,7 +122,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if replica.IsReplica(policy) {
 		return ctrl.Result{}, nil
 	}
-	status := statuspatch.Snapshot(r.Client, policy, func(p *policyv1.Policy) any { return p.Status })
+	status := statuspatch.Snapshot(r.Client, policy, func(p *policyv1.Policy) any { return p.Status },
+		statuspatch.ReadFrom[*policyv1.Policy](r.APIReader))
 	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
 	if !policy.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, req.NamespacedName)

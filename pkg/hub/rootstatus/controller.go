@@ -45,10 +45,13 @@ type Reconciler struct {
 	// MaxConcurrentReconciles is how many roots are reconciled at once;
 	// zero means controllerdefaults.HubConcurrency.
 	MaxConcurrentReconciles int
+
+	apiReader client.Reader // the hub's API server, read after a status conflict; set by SetupWithManager
 }
 
 // SetupWithManager registers the controller's watches with mgr.
 func (r *Reconciler) SetupWithManager(_ context.Context, mgr ctrl.Manager) error {
+	r.apiReader = mgr.GetAPIReader()
 	if err := complianceMetric.collectFrom(mgr, mgr.GetClient()); err != nil {
 		return fmt.Errorf("adding the compliance metric: %w", err)
 	}
@@ -77,7 +80,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if replica.IsReplica(root) {
 		return ctrl.Result{}, nil
 	}
-	status := statuspatch.Snapshot(r.Client, root, func(p *policyv1.Policy) any { return p.Status })
+	status := statuspatch.Snapshot(r.Client, root, func(p *policyv1.Policy) any { return p.Status },
+		statuspatch.ReadFrom[*policyv1.Policy](r.apiReader))
 	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
 	return ctrl.Result{}, r.reconcileNormal(ctx, root)
 }

@@ -42,10 +42,13 @@ type PolicySetReconciler struct {
 	// MaxConcurrentReconciles is how many sets are reconciled at once; zero
 	// means controllerdefaults.HubConcurrency.
 	MaxConcurrentReconciles int
+
+	apiReader client.Reader // the hub's API server, read after a status conflict; set by SetupWithManager
 }
 
 // SetupWithManager registers the controller's index and watches with mgr.
 func (r *PolicySetReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	r.apiReader = mgr.GetAPIReader()
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &policyv1beta1.PolicySet{}, memberIndex, indexMembers); err != nil {
 		return fmt.Errorf("adding index %s: %w", memberIndex, err)
 	}
@@ -65,7 +68,8 @@ func (r *PolicySetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Client.Get(ctx, req.NamespacedName, set); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	status := statuspatch.Snapshot(r.Client, set, func(s *policyv1beta1.PolicySet) any { return s.Status })
+	status := statuspatch.Snapshot(r.Client, set, func(s *policyv1beta1.PolicySet) any { return s.Status },
+		statuspatch.ReadFrom[*policyv1beta1.PolicySet](r.apiReader))
 	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
 	members, err := r.members(ctx, set)
 	if err != nil {

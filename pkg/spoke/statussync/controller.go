@@ -89,7 +89,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.ManagedClient.Get(ctx, req.NamespacedName, policy); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	// statussync owns the whole status: a status computed from a stale read
+	// is refused and computed again from the API server's copy.
 	status := statuspatch.Snapshot(r.ManagedClient, policy, func(p *policyv1.Policy) any { return p.Status },
+		statuspatch.Owner[*policyv1.Policy](r.ManagedReader), statuspatch.Recompute(r.reconcileStatus),
 		statuspatch.OnPatched(logUpdated))
 	defer status.Apply(ctx, &retErr) // status is written once, here
 	if !policy.DeletionTimestamp.IsZero() {
@@ -102,6 +105,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // per compliance event.
 func logUpdated(ctx context.Context, policy *policyv1.Policy) {
 	ctrl.LoggerFrom(ctx).V(4).Info("Updated policy status", "policy", klog.KObj(policy), "compliance", policy.Status.ComplianceState)
+}
+
+// reconcileStatus computes the status of policy, read again after a
+// conflict: as reconcileNormal, unless it is being deleted.
+func (r *Reconciler) reconcileStatus(ctx context.Context, policy *policyv1.Policy) error {
+	if !policy.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	return r.reconcileNormal(ctx, policy)
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Policy) error {

@@ -80,7 +80,7 @@ type Reconciler struct {
 	// until its next watch event.
 	synced syncedNamespaces
 	// written is the status last written on each policy.
-	written writtenStatuses
+	written statuspatch.Written[*hierarchyv1alpha1.HierarchyPolicy]
 
 	// watchMu guards watched, the kinds with a watch.
 	watchMu sync.Mutex
@@ -142,14 +142,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.ManagedClient.Get(ctx, req.NamespacedName, policy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Recorder.Forget(req.NamespacedName)
-			r.written.forget(req.NamespacedName)
+			r.written.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	r.written.restore(policy) // the status as last written, which the cache may not show yet
 	status := statuspatch.Snapshot(r.ManagedClient, policy, func(p *hierarchyv1alpha1.HierarchyPolicy) any { return p.Status },
 		statuspatch.SkipWhen(onlyTimeChanged),
-		statuspatch.OnPatched(func(_ context.Context, p *hierarchyv1alpha1.HierarchyPolicy) { r.written.record(p) }))
+		statuspatch.Owner[*hierarchyv1alpha1.HierarchyPolicy](r.ManagedReader),
+		statuspatch.Remember(&r.written)) // the status as last written, which the cache may not show yet
 	defer status.Apply(ctx, &retErr) // status is written once, here, whatever happens below
 	if !policy.DeletionTimestamp.IsZero() {
 		// Note: like a ConfigurationPolicy with pruneObjectBehavior None, a

@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
@@ -44,39 +43,4 @@ func TestOnlyTimeChanged(t *testing.T) {
 	nextSecond := sameSecond.DeepCopy()
 	nextSecond.Status.Conditions[0].LastTransitionTime = metav1.Time{Time: time.Unix(11, 0)}
 	g.Expect(onlyTimeChanged(withCondition, nextSecond, nil)).To(BeFalse(), "a new transition time is written")
-}
-
-// TestWrittenStatuses: a reconcile starts from the status the syncer last
-// wrote on the policy, not from the older one a lagging cache may still
-// show; a policy recreated under the name, or forgotten, starts from the
-// cache's.
-func TestWrittenStatuses(t *testing.T) {
-	g := NewWithT(t)
-	var w writtenStatuses
-	cached := &hierarchyv1alpha1.HierarchyPolicy{}
-	cached.Namespace, cached.Name, cached.UID = "ns", "tree", "uid-1"
-	cached.Status.ComplianceState = policyv1.Compliant
-	read := cached.DeepCopy()
-	w.restore(read)
-	g.Expect(read.Status).To(Equal(cached.Status), "nothing written yet: the cache's")
-
-	wrote := cached.DeepCopy()
-	wrote.Status.ComplianceState = policyv1.NonCompliant
-	wrote.Status.RelatedObjects = []policyv1.RelatedObject{{Reason: "created"}}
-	w.record(wrote)
-	wrote.Status.RelatedObjects[0].Reason = "changed after the write"
-	read = cached.DeepCopy()
-	w.restore(read)
-	g.Expect(read.Status.ComplianceState).To(Equal(policyv1.NonCompliant), "the cache lags: what was written")
-	g.Expect(read.Status.RelatedObjects).To(HaveExactElements(policyv1.RelatedObject{Reason: "created"}), "a copy, as written")
-
-	recreated := cached.DeepCopy()
-	recreated.UID = "uid-2"
-	w.restore(recreated)
-	g.Expect(recreated.Status).To(Equal(cached.Status), "another policy of the same name")
-
-	w.forget(types.NamespacedName{Namespace: "ns", Name: "tree"})
-	read = cached.DeepCopy()
-	w.restore(read)
-	g.Expect(read.Status).To(Equal(cached.Status), "forgotten")
 }

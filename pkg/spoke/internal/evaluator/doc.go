@@ -15,7 +15,8 @@
 // Base.Reconcile holds the dependency watcher for the whole evaluation
 // (see pkg/depwatch), reads the policy, forgets a deleted one (its watches
 // and the compliance recorded for it), and writes the status once, after
-// evaluate, when it changed (see pkg/statuspatch).
+// evaluate, when it changed, as its owner (see pkg/statuspatch): on the
+// version it read, never on a same-named successor.
 //
 // This package is a leaf: it imports the API, other leaves and
 // controller-runtime, never a controller.

@@ -125,7 +125,7 @@ func (b *Base[T]) Reconcile(ctx context.Context, req ctrl.Request, evaluate func
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	status := statuspatch.Snapshot(b.ManagedClient, policy, b.Status)
+	status := statuspatch.Snapshot(b.ManagedClient, policy, b.Status, statuspatch.Owner[T](b.ManagedReader))
 	defer status.Apply(ctx, &retErr)
 	return evaluate(ctx, policy)
 }
