@@ -15,6 +15,7 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+	"github.com/canopy-policy/canopy/pkg/statuspatch"
 )
 
 // The propagator sets ConditionRolledOut on PolicySets.
@@ -107,9 +108,15 @@ func (r *Reconciler) setCondition(ctx context.Context, key types.NamespacedName,
 		old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && old.ObservedGeneration == c.ObservedGeneration {
 		return nil
 	}
-	patched := set.DeepCopy()
-	meta.SetStatusCondition(&patched.Status.Conditions, c)
-	if err := r.Client.Status().Patch(ctx, patched, client.MergeFrom(set)); client.IgnoreNotFound(err) != nil {
+	// The condition is one field of a status rootstatus writes too: a write
+	// refused as stale is sent again, with this field only, on the set read
+	// from the API server, never on a successor of the same name.
+	var err error
+	status := statuspatch.Snapshot(r.Client, set, func(s *policyv1beta1.PolicySet) any { return s.Status },
+		statuspatch.ReadFrom[*policyv1beta1.PolicySet](r.APIReader))
+	meta.SetStatusCondition(&set.Status.Conditions, c)
+	status.Apply(ctx, &err)
+	if err != nil {
 		return fmt.Errorf("setting condition %s of policy set %s: %w", ConditionRolledOut, klog.KObj(set), err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package propagator
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -175,11 +176,12 @@ func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, p
 		}
 		return
 	}
-	previous, err := r.previousRollout(ctx, root)
+	current, err := r.previousRollout(ctx, root)
 	if err != nil {
 		out.failures = append(out.failures, err)
 		return
 	}
+	previous := current.Status.Rollout
 	in := RolloutInputs{Policy: root.Name, Placements: gated, Clusters: map[string]RolloutCluster{}, Previous: previous, Now: rolloutsdk.RolloutClock.Now()}
 	entries := PreviousEntries(previous)
 	for _, p := range prepared {
@@ -203,7 +205,7 @@ func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, p
 	root.Status.Rollout = plan.Status(respecced)
 	out.recheck, out.invalidRollout = plan.RecheckAfter, plan.Invalid
 	if respecced.Len() > 0 && !equality.Semantic.DeepEqual(previous, root.Status.Rollout) {
-		if err := r.recordRollout(ctx, root, previous); err != nil {
+		if err := r.recordRollout(ctx, root, current); err != nil {
 			root.Status.Rollout = previous
 			out.failures = append(out.failures, err)
 			return
@@ -260,30 +262,42 @@ func clusterOf(desired, existing *policyv1.Policy) RolloutCluster {
 	}
 }
 
-// previousRollout reads the root's status.rollout from the API server.
+// previousRollout reads the root from the API server, for its
+// status.rollout.
 //
 // Note: the cache may not show yet the status the last reconcile wrote,
 // and a stale status, in which a cluster updated since is still Succeeded
 // on the previous spec, would let the rollout go on.
-func (r *Reconciler) previousRollout(ctx context.Context, root *policyv1.Policy) (*policyv1.RolloutStatus, error) {
+func (r *Reconciler) previousRollout(ctx context.Context, root *policyv1.Policy) (*policyv1.Policy, error) {
 	current := &policyv1.Policy{}
 	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(root), current); err != nil {
 		return nil, fmt.Errorf("reading the rollout status of %s: %w", klog.KObj(root), err)
 	}
-	return current.Status.Rollout, nil
+	return current, nil
 }
 
-// recordRollout writes root's status.rollout, which was previous, at once,
-// before the replicas it shows updated are written.
-func (r *Reconciler) recordRollout(ctx context.Context, root *policyv1.Policy, previous *policyv1.RolloutStatus) error {
-	orig := root.DeepCopy()
-	orig.Status.Rollout = previous
-	patched := root.DeepCopy()
-	if err := r.Client.Status().Patch(ctx, patched, client.MergeFrom(orig)); err != nil {
+// recordRollout writes root's status.rollout at once, before the replicas
+// it shows updated are written, on current, the root as previousRollout
+// read it. The write carries current's resourceVersion: a root changed or
+// recreated since is refused (a conflict, and the reconcile runs again), so
+// a rollout planned for one version of the root never lands on another.
+// A cache behind current (another spec or another object) plans nothing.
+func (r *Reconciler) recordRollout(ctx context.Context, root, current *policyv1.Policy) error {
+	if current.UID != root.UID || current.Generation != root.Generation {
+		return fmt.Errorf("recording the rollout of %s before updating its replicas: the cache shows generation %d, "+
+			"the API server %d: %w", klog.KObj(root), root.Generation, current.Generation, errCacheBehind)
+	}
+	patched := current.DeepCopy()
+	patched.Status.Rollout = root.Status.Rollout
+	if err := r.Client.Status().Patch(ctx, patched, client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("recording the rollout of %s before updating its replicas: %w", klog.KObj(root), err)
 	}
 	return nil
 }
+
+// errCacheBehind says the hub's cache has not seen the latest root yet: the
+// reconcile is retried.
+var errCacheBehind = errors.New("the hub's cache is behind the API server")
 
 // InvalidRolloutCondition is ConditionPropagated of a root policy whose
 // rollout strategy cannot be read.
