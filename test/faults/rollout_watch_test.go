@@ -103,8 +103,9 @@ type rolloutPhase struct {
 // staleSuccesses returns, for each phase, the first versions of a later
 // group's replica that the hub wrote in it (a new generation or label)
 // while a cluster of an earlier group did not yet have its replica at the
-// phase's generation and label, reported Compliant. versions are in watch
-// order; phases in order.
+// phase's generation and label, Compliant on a report (a version that
+// changed only the status) made since the replica got that generation.
+// versions are in watch order; phases in order.
 func staleSuccesses(versions []replicaVersion, groups [][]string, phases []rolloutPhase) []string {
 	groupOf := map[string]int{}
 	for i, g := range groups {
@@ -114,6 +115,7 @@ func staleSuccesses(versions []replicaVersion, groups [][]string, phases []rollo
 	}
 	var out []string
 	latest := map[string]replicaVersion{} // the newest version of each replica so far
+	reported := map[string]bool{}         // a report came since the replica got its generation
 	phase := -1
 	written := map[string]bool{} // replicas written in this phase
 	for _, v := range versions {
@@ -124,6 +126,12 @@ func staleSuccesses(versions []replicaVersion, groups [][]string, phases []rollo
 		prev, seen := latest[v.cluster]
 		latest[v.cluster] = v
 		hubWrite := !seen || prev.generation != v.generation || prev.wave != v.wave
+		switch {
+		case !hubWrite:
+			reported[v.cluster] = true
+		case !seen || prev.generation != v.generation:
+			reported[v.cluster] = false
+		}
 		if phase < 0 || !hubWrite || written[v.cluster] {
 			continue
 		}
@@ -131,9 +139,9 @@ func staleSuccesses(versions []replicaVersion, groups [][]string, phases []rollo
 		p := phases[phase]
 		for _, earlier := range groups[:groupOf[v.cluster]] {
 			for _, e := range earlier {
-				if l := latest[e]; l.generation != p.generations[e] || l.wave != p.wave || l.state != policyv1.Compliant {
-					out = append(out, fmt.Sprintf("phase %d: %s written (generation %d, wave %s, at revision %d) while %s was generation %d (want %d), wave %q (want %s), %q",
-						phase, v.cluster, v.generation, v.wave, v.rv, e, l.generation, p.generations[e], l.wave, p.wave, l.state))
+				if l := latest[e]; l.generation != p.generations[e] || l.wave != p.wave || l.state != policyv1.Compliant || !reported[e] {
+					out = append(out, fmt.Sprintf("phase %d: %s written (generation %d, wave %s, at revision %d) while %s was generation %d (want %d), wave %q (want %s), %q, reported since its generation: %t",
+						phase, v.cluster, v.generation, v.wave, v.rv, e, l.generation, p.generations[e], l.wave, p.wave, l.state, reported[e]))
 				}
 			}
 		}
