@@ -244,7 +244,7 @@ func (f *rolloutFixture) changeRoot(change func(*policyv1.Policy)) *policyv1.Pol
 // SIGKILLs it kills times at random points (after a random delay, or
 // right after one of its next writes of a replica), and then lets it run
 // until the rollout has succeeded on every cluster. It records the
-// replicas' generations then.
+// replicas' generations then, and stops the hub.
 func (f *rolloutFixture) rollOut(what string, kills int, change func() *policyv1.Policy) {
 	f.t.Logf("rollout after %s, with %d SIGKILLs of the hub", what, kills)
 	start := time.Now()
@@ -274,6 +274,7 @@ func (f *rolloutFixture) rollOut(what string, kills int, change func() *policyv1
 	f.phases = append(f.phases, rolloutPhase{start: rv, wave: root.Labels["wave"], generations: gens})
 	f.t.Logf("rollout after %s: %s in %v (%s), replica generations %v", what, rollout.Phase,
 		time.Since(start).Round(time.Second), rollout.Message, gens)
+	f.hub.stop()
 }
 
 // killAtRandomPoint SIGKILLs the running hub after a random delay, or as
