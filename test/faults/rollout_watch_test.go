@@ -157,7 +157,11 @@ func (f *rolloutFixture) expectNoStaleSuccess() {
 		groups = append(groups, group.Clusters)
 	}
 	versions := f.replicas.snapshot()
-	f.t.Logf("watch: %d versions of the replicas recorded", len(versions))
+	byCluster := map[string][]string{}
+	for _, v := range versions {
+		byCluster[v.cluster] = append(byCluster[v.cluster], fmt.Sprintf("%d:g%d/w%s/%s", v.rv, v.generation, v.wave, v.state))
+	}
+	f.t.Logf("watch: %d versions of the replicas recorded (revision:generation/wave/compliance): %v", len(versions), byCluster)
 	f.soft().Expect(staleSuccesses(versions, groups, f.phases)).To(BeEmpty(),
 		"replicas of a later group written while an earlier group's cluster was not Compliant at the phase's generation")
 }
