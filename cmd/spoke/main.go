@@ -10,8 +10,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -28,7 +30,9 @@ type options struct {
 	clusterName   string
 	// installNamespace is where the agent runs on the managed cluster.
 	installNamespace string
-	zap              *zap.Options
+	// testClockOffset shifts the agent's clock, for tests only.
+	testClockOffset time.Duration
+	zap             *zap.Options
 }
 
 func main() {
@@ -46,6 +50,8 @@ func parseFlags(args []string) (options, error) {
 		"Name of this managed cluster on the hub, which is also its cluster namespace (required).")
 	fs.StringVar(&opts.installNamespace, "install-namespace", os.Getenv("POD_NAMESPACE"),
 		"Namespace the agent runs in on the managed cluster, where it renews the addon Lease OCM reads for its health; empty means no such Lease.")
+	fs.DurationVar(&opts.testClockOffset, "test-clock-offset", 0,
+		"A test knob, never for production: shifts the clock that stamps the agent's compliance reports by this much (for example -5m), to test a hub against an agent whose clock is wrong.")
 	opts.zap = opts.serving.BindFlags(fs, ":8383", ":8384")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
 		return opts, err
@@ -74,6 +80,10 @@ func run(ctx context.Context, opts options) error {
 		return err
 	}
 	agentOpts := spoke.Options{HubConfig: hubCfg, ClusterName: opts.clusterName, InstallNamespace: opts.installNamespace}
+	if opts.testClockOffset != 0 {
+		agentOpts.Clock = offsetClock{offset: opts.testClockOffset}
+		ctrl.Log.Info("Agent clock offset for a test", "offset", opts.testClockOffset)
+	}
 	mgrOpts := spoke.ManagerOptions(agentOpts)
 	opts.serving.Apply(&mgrOpts)
 	mgr, err := ctrl.NewManager(managedCfg, mgrOpts)
@@ -92,3 +102,15 @@ func run(ctx context.Context, opts options) error {
 	}
 	return nil
 }
+
+// offsetClock is the machine's clock shifted by offset (--test-clock-offset).
+type offsetClock struct {
+	clock.RealClock
+	offset time.Duration
+}
+
+// Now returns the machine's time shifted by the offset.
+func (c offsetClock) Now() time.Time { return time.Now().Add(c.offset) }
+
+// Since returns the time elapsed since t on the shifted clock.
+func (c offsetClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }

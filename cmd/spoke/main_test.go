@@ -26,6 +26,9 @@ func TestParseFlags(t *testing.T) {
 		wantErr []string
 	}{
 		{name: "complete", args: []string{"--hub-kubeconfig", "/h", "--cluster-name", "cluster1"}},
+		{name: "clock offset for a test", args: []string{"--hub-kubeconfig", "/h", "--cluster-name", "cluster1", "--test-clock-offset", "-5m"}},
+		{name: "clock offset not a duration", args: []string{"--hub-kubeconfig", "/h", "--cluster-name", "cluster1", "--test-clock-offset", "5"},
+			wantErr: []string{"test-clock-offset"}},
 		{name: "missing hub kubeconfig and cluster", args: nil,
 			wantErr: []string{"--hub-kubeconfig is required", `--cluster-name ""`}},
 		{name: "cluster name not a DNS label", args: []string{"--hub-kubeconfig", "/h", "--cluster-name", "Cluster_1"},

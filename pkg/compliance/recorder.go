@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
@@ -110,6 +111,15 @@ func NewRecorder(writer client.Writer, reader client.Reader, src EventSource) *R
 	return &Recorder{writer: writer, reader: reader, source: src, now: time.Now,
 		last: map[recordKey]recorded{}, past: map[recordKey][]corev1.Event{}, learned: map[string]*learning{},
 		forgotten: map[string]bool{}}
+}
+
+// WithClock makes r stamp its events with the time of c instead of the
+// machine's, and returns r; call it before r is used. The times of an
+// agent's events are the times of its reports on the hub (status.details),
+// so tests run an agent whose clock is offset through it.
+func (r *Recorder) WithClock(c clock.PassiveClock) *Recorder {
+	r.now = c.Now
+	return r
 }
 
 // Record records c on parent when it is news, and reports whether it wrote

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -58,6 +59,11 @@ type Options struct {
 	// LeaseInterval is the renewal period of the agent's Leases; zero means
 	// lease's default.
 	LeaseInterval time.Duration
+	// Clock stamps the compliance events the agent records, whose times
+	// are its reports' times on the hub (status.details); nil means the
+	// machine's clock. Tests pass an offset clock to run an agent whose
+	// clock is wrong.
+	Clock clock.PassiveClock
 }
 
 // instance is Instance with its default applied.
@@ -115,6 +121,9 @@ func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
 func setupManaged(mgr ctrl.Manager, opts Options) error {
 	recorder := compliance.NewRecorder(mgr.GetClient(), mgr.GetAPIReader(),
 		compliance.EventSource{Component: Component, Instance: opts.instance()})
+	if opts.Clock != nil {
+		recorder.WithClock(opts.Clock)
+	}
 	var namespace string // every namespace, unless restricted
 	if opts.ClusterNamespaceOnly {
 		namespace = opts.ClusterName

@@ -15,6 +15,15 @@
 //   - TestHubRestarted: the hub controller is SIGKILLed and restarted while it
 //     propagates many policies; it converges with no orphaned replica and,
 //     once steady, a restart makes zero writes.
+//   - TestRolloutUnderFaults: a pair of dependent OperatorPolicies rolls
+//     out ProgressivePerGroup over four clusters in three decision groups
+//     (OLM simulated), one agent's clock 5 minutes ahead and one behind,
+//     the hub SIGKILLed 12 times at random points; after it, a label and
+//     an ignorePending change of the root (which reach no template) roll
+//     out. Each rollout succeeds long before its progressDeadline, and the
+//     hub's audit log and the replicas' recorded versions show that no
+//     later group's replica was written before every earlier cluster had
+//     reported, Compliant, on its current spec.
 //
 // The default run takes a few minutes. CANOPY_SOAK=1 runs the long variant
 // (more kills, larger trees, more policies). CANOPY_FAULTS_SEED=<n> replays
