@@ -54,7 +54,10 @@ type Reconciler struct {
 	// base is what every evaluator shares: the start and end of Reconcile,
 	// the dynamic client and the watcher's lifecycle.
 	base *evaluator.Base[*policyv1beta1.OperatorPolicy]
-	now  func() time.Time
+	// opGroupLocks serialise the evaluations' creations of OperatorGroups
+	// by namespace (opgroup.go).
+	opGroupLocks namespaceLocks
+	now          func() time.Time
 }
 
 // SetupWithManager registers the controller and the dynamic watcher that
@@ -115,12 +118,16 @@ func (r *Reconciler) evaluate(ctx context.Context, policy *policyv1beta1.Operato
 		return nil, err
 	}
 	defer end()
-	e := &evaluation{policy: policy, read: watchReader{watcher: r.base.Watches.Watcher(), id: id}, dynamic: r.base.Dynamic,
-		policies: r.ManagedClient, now: metav1.NewTime(r.now().Truncate(time.Second))}
+	e := &evaluation{policy: policy, read: cached(watchReader{watcher: r.base.Watches.Watcher(), id: id}), dynamic: r.base.Dynamic,
+		opGroupLocks: &r.opGroupLocks, policies: r.ManagedClient, now: metav1.NewTime(r.now().Truncate(time.Second))}
 	err = e.run(ctx)
 	evaluated(policy)
 	return e, err
 }
+
+// cached returns the reader of an evaluation, given the watcher's: tests
+// make it lag.
+var cached = func(r reader) reader { return r }
 
 // evaluated is called with the policy at the end of each evaluation,
 // within the watcher's query batch: tests make it panic.
