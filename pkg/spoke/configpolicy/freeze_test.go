@@ -76,9 +76,9 @@ func (h *heldLists) hold(ns string) (arrived <-chan struct{}, release func()) {
 
 func (h *heldLists) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		ns, isList := strings.CutPrefix(req.URL.Path, "/api/v1/namespaces/")
-		ns, isList = strings.CutSuffix(ns, "/configmaps")
-		if req.Method == http.MethodGet && isList && req.URL.Query().Get("watch") != "true" {
+		rest, namespaced := strings.CutPrefix(req.URL.Path, "/api/v1/namespaces/")
+		ns, configMaps := strings.CutSuffix(rest, "/configmaps")
+		if req.Method == http.MethodGet && namespaced && configMaps && req.URL.Query().Get("watch") != "true" {
 			h.mu.Lock()
 			held, arrived := h.held[ns], h.arrived[ns]
 			if arrived != nil {
