@@ -2,11 +2,13 @@ package depwatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -129,22 +131,25 @@ type starts struct {
 
 // start sends the LIST and starts the WATCH of key, without any lock, and
 // keeps them for the library's requests; done drops what the library did
-// not take.
+// not take. Only a LIST that times out fails it: the library sends again
+// what failed otherwise (or what cannot be watched), so that its errors
+// are what they were.
 func (s *starts) start(gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) (done func(), err error) {
 	res := s.resource(gvr, ns)
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
 	list, err := res.List(ctx, opts)
-	if err != nil {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err):
 		return nil, fmt.Errorf("listing %s in %q to watch them: %w", gvr.Resource, ns, err)
+	case err != nil:
+		return func() {}, nil
 	}
 	st := &started{list: list}
 	if rv := list.GetResourceVersion(); rv != "" {
 		wopts := opts
 		wopts.ResourceVersion, wopts.AllowWatchBookmarks = rv, true
-		if st.watch, err = watchWithin(res, wopts); err != nil {
-			return nil, fmt.Errorf("watching %s in %q: %w", gvr.Resource, ns, err)
-		}
+		st.watch, _ = watchWithin(res, wopts) // on an error, the library starts its own
 	}
 	key := keyOf(gvr, ns, opts)
 	s.mu.Lock()
