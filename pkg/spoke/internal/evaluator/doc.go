@@ -15,7 +15,10 @@
 // Base.Reconcile holds the dependency watcher for the whole evaluation
 // (see pkg/depwatch), reads the policy, forgets a deleted one (its watches
 // and the compliance recorded for it), and writes the status once, after
-// evaluate, when it changed (see pkg/statuspatch).
+// evaluate, when it changed (see pkg/statuspatch). An evaluator that reads
+// through the watcher does so within the policy's query batch, started by
+// Base.StartQueryBatch and ended by a deferred call, so that a panic does
+// not leave it open (every later start of the batch would fail).
 //
 // This package is a leaf: it imports the API, other leaves and
 // controller-runtime, never a controller.
