@@ -138,3 +138,26 @@ func TestSlowListDelaysNoOtherWatcher(t *testing.T) {
 	released = true
 	g.Eventually(a, 20*time.Second).Should(Receive(BeNil()), "a reads its Secret once the LIST is answered")
 }
+
+// TestHungListTimesOut: a read whose watch cannot start, its LIST never
+// answered, fails after StartTimeout instead of waiting for ever.
+func TestHungListTimesOut(t *testing.T) {
+	g := NewWithT(t)
+	cp := suite.Get(t)
+	ns := controlplane.Namespace(t, cp.Client)
+	slow := &slowLists{resource: "secrets", arrived: make(chan string, 10), release: make(chan struct{})}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Wrap(slow.wrap)
+	w, err := depwatch.NewWatcher(cfg, make(events, 100), depclient.Options{DisableInitialReconcile: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	cancel, done := run(depwatch.New(w))
+	defer func() { cancel(); g.Eventually(done, time.Minute).Should(Receive(BeNil())) }()
+	defer close(slow.release) // first
+	g.Eventually(w.Started()).Should(BeClosed())
+
+	a := read(w, "a", ns, secretGVK, "hung")
+	var readErr error
+	g.Eventually(a, 2*depwatch.StartTimeout).Should(Receive(&readErr))
+	g.Expect(readErr).To(MatchError(context.DeadlineExceeded))
+	g.Expect(readErr.Error()).To(ContainSubstring("listing secrets in \"" + ns + "\" to watch them"))
+}
