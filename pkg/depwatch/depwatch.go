@@ -31,15 +31,14 @@ type Lifecycle struct {
 	stop     chan struct{}
 }
 
-// Setup creates a dependency watcher on mgr's cluster, with its cache
-// enabled and opts, and adds its Lifecycle to mgr. The watcher's events
+// Setup creates a dependency watcher on mgr's cluster (NewWatcher), with
+// its cache enabled and opts, and adds its Lifecycle to mgr. The watcher's events
 // come from the returned source: add it with WatchesRawSource.
 func Setup(mgr manager.Manager, opts depclient.Options) (*Lifecycle, source.Source, error) {
 	relay, events := depclient.NewControllerRuntimeSource()
-	opts.EnableCache = true
-	w, err := depclient.New(mgr.GetConfig(), relay, &opts)
+	w, err := NewWatcher(mgr.GetConfig(), relay, opts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("creating the dependency watcher: %w", err)
+		return nil, nil, err
 	}
 	l := New(w)
 	if err := mgr.Add(l); err != nil {

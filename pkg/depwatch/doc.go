@@ -15,9 +15,15 @@
 //	... // StartQueryBatch, Get, List, EndQueryBatch, RemoveWatcher
 //
 // and the Lifecycle, run by the manager, waits for every hold to be
-// released before it stops the watcher; after that, Hold fails. configpolicy
-// and templatesync both run their watcher this way.
+// released before it stops the watcher; after that, Hold fails. configpolicy,
+// operatorpolicy and templatesync run their watcher this way.
 //
-// This package is a leaf: it imports only the watcher library and
-// controller-runtime.
+// The watcher itself (NewWatcher) is the library's, except that a Get or
+// List that needs a new watch sends its LIST and starts its WATCH before
+// the library takes its one lock, within StartTimeout: the library starts
+// them under the lock, which every other read and every watch event waits
+// for, so one slow LIST held up the whole controller.
+//
+// This package is a leaf: it imports only the watcher library, client-go
+// and controller-runtime.
 package depwatch

@@ -112,12 +112,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Confi
 	if due, wait := dueForEvaluation(policy, now); !due {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	e, end, err := r.newEvaluation(ctx, policy)
+	e, outcomes, err := r.evaluate(ctx, policy)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	outcomes := e.run(ctx)
-	end()
 	policy.Status = evaluatedStatus(policy, outcomes, now)
 	e.pruneUnlisted(ctx, outcomes) // objects the policy no longer lists (prune.go)
 	ctrl.LoggerFrom(ctx).V(4).Info("Evaluated", "policy", klog.KObj(policy), "compliant", policy.Status.ComplianceState,
@@ -171,10 +169,11 @@ func (r *Reconciler) reconcileFinalizer(ctx context.Context, policy *policyv1.Co
 	return true, nil
 }
 
-// newEvaluation prepares an evaluation of policy. It reads through the
-// dynamic watcher when the interval of the policy's current state is watch;
-// end closes the watcher's query batch, dropping watches no longer used.
-func (r *Reconciler) newEvaluation(ctx context.Context, policy *policyv1.ConfigurationPolicy) (*evaluation, func(), error) {
+// evaluate evaluates policy's object templates. It reads through the
+// dynamic watcher, within the policy's query batch, when the interval of
+// the policy's current state is watch; the batch ends however the
+// evaluation does.
+func (r *Reconciler) evaluate(ctx context.Context, policy *policyv1.ConfigurationPolicy) (*evaluation, []templateOutcome, error) {
 	e := &evaluation{
 		r:        r,
 		policy:   policy,
@@ -185,21 +184,18 @@ func (r *Reconciler) newEvaluation(ctx context.Context, policy *policyv1.Configu
 	for _, rel := range policy.Status.RelatedObjects {
 		e.previous[rel.Object] = rel
 	}
-	if !intervalFor(policy.Spec.EvaluationInterval, policy.Status.ComplianceState).watch {
-		return e, func() {}, nil
-	}
-	id := watcherID(types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name})
-	if err := r.watcher.StartQueryBatch(id); err != nil {
-		return nil, nil, fmt.Errorf("starting the watches of %s: %w", klog.KObj(policy), err)
-	}
-	e.reader = watchReader{watcher: r.watcher, id: id, direct: directReader{client: r.dynamic}}
-	e.watching = true
-	end := func() {
-		if err := r.watcher.EndQueryBatch(id); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Cannot end the watches of a policy", "policy", klog.KObj(policy))
+	if intervalFor(policy.Spec.EvaluationInterval, policy.Status.ComplianceState).watch {
+		id, end, err := r.base.StartQueryBatch(ctx, client.ObjectKeyFromObject(policy))
+		if err != nil {
+			return nil, nil, err
 		}
+		defer end()
+		e.reader = watchReader{watcher: r.watcher, id: id, direct: directReader{client: r.dynamic}}
+		e.watching = true
 	}
-	return e, end, nil
+	outcomes := e.run(ctx)
+	evaluated(policy)
+	return e, outcomes, nil
 }
 
 // unknownKindRecheck is how often a policy whose kind is not served is
@@ -245,6 +241,10 @@ func remediated(outcomes []templateOutcome) bool {
 func (r *Reconciler) stopWatching(ctx context.Context, policy *policyv1.ConfigurationPolicy) {
 	r.base.StopWatching(ctx, client.ObjectKeyFromObject(policy))
 }
+
+// evaluated is called with the policy at the end of each evaluation,
+// within the watcher's query batch: tests make it panic.
+var evaluated = func(*policyv1.ConfigurationPolicy) {}
 
 // kind is what the evaluators' shared code needs to know of
 // ConfigurationPolicies: they are read from the API server, and what they

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -20,7 +21,9 @@ import (
 
 // suite is a managed cluster's API server with this controller running.
 var suite = &controlplane.Suite{Name: "managed", Start: func(cp *controlplane.ControlPlane) (func() error, error) {
-	return controlplane.StartManager(cp.Config, manager.Options{}, func(mgr ctrl.Manager) error {
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Wrap(slowLists.wrap)
+	return controlplane.StartManager(cfg, manager.Options{}, func(mgr ctrl.Manager) error {
 		return (&Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: evaluatortest.Recorder(mgr)}).
 			SetupWithManager(mgr)
 	})

@@ -3,12 +3,10 @@ package operatorpolicy
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
 
-	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -56,7 +54,10 @@ type Reconciler struct {
 	// base is what every evaluator shares: the start and end of Reconcile,
 	// the dynamic client and the watcher's lifecycle.
 	base *evaluator.Base[*policyv1beta1.OperatorPolicy]
-	now  func() time.Time
+	// opGroupLocks serialise the evaluations' creations of OperatorGroups
+	// by namespace (opgroup.go).
+	opGroupLocks namespaceLocks
+	now          func() time.Time
 }
 
 // SetupWithManager registers the controller and the dynamic watcher that
@@ -88,16 +89,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 const packageManifestRecheck = time.Minute
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1beta1.OperatorPolicy) (ctrl.Result, error) {
-	id := watcherID(types.NamespacedName{Namespace: policy.Namespace, Name: policy.Name})
-	if err := r.base.Watches.Watcher().StartQueryBatch(id); err != nil {
-		return ctrl.Result{}, fmt.Errorf("starting the watches of %s: %w", klog.KObj(policy), err)
+	e, err := r.evaluate(ctx, policy)
+	if e == nil {
+		return ctrl.Result{}, err
 	}
-	e := &evaluation{policy: policy, read: watchReader{watcher: r.base.Watches.Watcher(), id: id}, dynamic: r.base.Dynamic,
-		policies: r.ManagedClient, now: metav1.NewTime(r.now().Truncate(time.Second))}
-	errs := []error{e.run(ctx)}
-	if err := r.base.Watches.Watcher().EndQueryBatch(id); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Cannot end the watches of a policy", "policy", klog.KObj(policy))
-	}
+	errs := []error{err}
 	ctrl.LoggerFrom(ctx).V(4).Info("Evaluated", "policy", klog.KObj(policy), "compliant", policy.Status.ComplianceState)
 	if policy.Status.ComplianceState != "" {
 		errs = append(errs, r.Recorder.RecordTemplate(ctx, r.ManagedClient, policy,
@@ -113,6 +109,30 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1beta1.
 	return ctrl.Result{}, nil
 }
 
+// evaluate evaluates policy within its query batch of the dependency
+// watcher, which ends however the evaluation does. The evaluation is nil
+// when the batch did not start.
+func (r *Reconciler) evaluate(ctx context.Context, policy *policyv1beta1.OperatorPolicy) (*evaluation, error) {
+	id, end, err := r.base.StartQueryBatch(ctx, client.ObjectKeyFromObject(policy))
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	e := &evaluation{policy: policy, read: cached(watchReader{watcher: r.base.Watches.Watcher(), id: id}), dynamic: r.base.Dynamic,
+		opGroupLocks: &r.opGroupLocks, policies: r.ManagedClient, now: metav1.NewTime(r.now().Truncate(time.Second))}
+	err = e.run(ctx)
+	evaluated(policy)
+	return e, err
+}
+
+// cached returns the reader of an evaluation, given the watcher's: tests
+// make it lag.
+var cached = func(r reader) reader { return r }
+
+// evaluated is called with the policy at the end of each evaluation,
+// within the watcher's query batch: tests make it panic.
+var evaluated = func(*policyv1beta1.OperatorPolicy) {}
+
 // kind is what the evaluators' shared code needs to know of
 // OperatorPolicies: they are read from the API server, and the OLM objects
 // they read are watched.
@@ -120,11 +140,6 @@ var kind = evaluator.Kind[*policyv1beta1.OperatorPolicy]{
 	Name: ControllerName, GVK: policyv1beta1.GroupVersion.WithKind(policyv1beta1.OperatorPolicyKind), Watch: true,
 	New:    func() *policyv1beta1.OperatorPolicy { return &policyv1beta1.OperatorPolicy{} },
 	Status: func(p *policyv1beta1.OperatorPolicy) any { return p.Status },
-}
-
-// watcherID identifies a policy to the dynamic watcher.
-func watcherID(key types.NamespacedName) depclient.ObjectIdentifier {
-	return evaluator.WatcherID(kind.GVK, key)
 }
 
 // overlapping maps a policy to the other policies its status says manage

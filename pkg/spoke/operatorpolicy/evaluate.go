@@ -62,6 +62,8 @@ type evaluation struct {
 	// dynamic writes OLM's objects and reads PackageManifests (which
 	// cannot be watched); nil in tests that never write.
 	dynamic dynamic.Interface
+	// opGroupLocks serialise the creation of OperatorGroups by namespace.
+	opGroupLocks *namespaceLocks
 	// policies lists the OperatorPolicies, for overlaps.
 	policies client.Reader
 	now      metav1.Time

@@ -2,7 +2,10 @@ package operatorpolicy
 
 import (
 	"context"
+	"fmt"
+	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -43,17 +46,77 @@ func (e *evaluation) musthaveOpGroup(ctx context.Context, og *desiredOpGroup, fo
 		if !e.enforce() {
 			return false, nil
 		}
-		obj := og.object()
-		if err := e.create(ctx, obj); err != nil {
-			return false, err
-		}
-		e.set(createdCond(kindOpGroup), createdObj(refOf(obj)))
-		return true, nil
+		return e.createOpGroup(ctx, og)
 	case 1:
 		return e.musthaveOneOpGroup(ctx, og, &found[0])
 	default:
 		e.set(opGroupTooManyCond, tooManyObjs(found)...)
 		return false, nil
+	}
+}
+
+// createOpGroup creates the OperatorGroup og describes, unless the API
+// server has one in its namespace already, which is then evaluated as
+// found: the watcher's cache lags the API server (it may not have seen the
+// OperatorGroup the last evaluation created), and OLM refuses to install
+// anything in a namespace of two OperatorGroups (TooManyOperatorGroups)
+// until one is deleted by hand. The namespace is locked from the read to
+// the creation, so that two evaluations (of two policies of one namespace)
+// do not both create.
+func (e *evaluation) createOpGroup(ctx context.Context, og *desiredOpGroup) (bool, error) {
+	unlock, err := e.opGroupLocks.lock(ctx, og.namespace)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	live, err := e.dynamic.Resource(resources[operatorGroupGVK]).Namespace(og.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, fmt.Errorf("listing the OperatorGroups of namespace %s: %w", og.namespace, err)
+	}
+	if len(live.Items) != 0 {
+		return e.musthaveOpGroup(ctx, og, live.Items)
+	}
+	obj := og.object()
+	if err := e.create(ctx, obj); err != nil {
+		return false, err
+	}
+	e.set(createdCond(kindOpGroup), createdObj(refOf(obj)))
+	return true, nil
+}
+
+// namespaceLocks are locks by namespace name.
+type namespaceLocks struct {
+	mu sync.Mutex
+	// held has a channel for each locked namespace, closed when it is
+	// unlocked.
+	held map[string]chan struct{}
+}
+
+// lock waits until namespace ns is unlocked (or ctx ends), and locks it.
+func (l *namespaceLocks) lock(ctx context.Context, ns string) (unlock func(), err error) {
+	for {
+		l.mu.Lock()
+		unlocked, busy := l.held[ns]
+		if !busy {
+			if l.held == nil {
+				l.held = map[string]chan struct{}{}
+			}
+			done := make(chan struct{})
+			l.held[ns] = done
+			l.mu.Unlock()
+			return func() {
+				l.mu.Lock()
+				delete(l.held, ns)
+				l.mu.Unlock()
+				close(done)
+			}, nil
+		}
+		l.mu.Unlock()
+		select {
+		case <-unlocked:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting to create an OperatorGroup in namespace %s: %w", ns, ctx.Err())
+		}
 	}
 }
 

@@ -16,7 +16,10 @@
 // (see pkg/depwatch), reads the policy, forgets a deleted one (its watches
 // and the compliance recorded for it), and writes the status once, after
 // evaluate, when it changed, as its owner (see pkg/statuspatch): on the
-// version it read, never on a same-named successor.
+// version it read, never on a same-named successor. An evaluator that reads
+// through the watcher does so within the policy's query batch, started by
+// Base.StartQueryBatch and ended by a deferred call, so that a panic does
+// not leave it open (every later start of the batch would fail).
 //
 // This package is a leaf: it imports the API, other leaves and
 // controller-runtime, never a controller.

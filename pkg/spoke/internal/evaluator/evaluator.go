@@ -148,6 +148,24 @@ func (b *Base[T]) StopWatching(ctx context.Context, key types.NamespacedName) {
 	}
 }
 
+// StartQueryBatch starts the dependency watcher's query batch of the
+// policy named key: the watcher's Get and List within it start the watches
+// the evaluation needs, and end stops those it no longer read. Defer end,
+// so that the batch ends however the evaluation does: one left open (by a
+// panic) fails every later start, and the policy's status never changes
+// again.
+func (b *Base[T]) StartQueryBatch(ctx context.Context, key types.NamespacedName) (id depclient.ObjectIdentifier, end func(), err error) {
+	id = WatcherID(b.GVK, key)
+	if err := b.Watches.Watcher().StartQueryBatch(id); err != nil {
+		return id, nil, fmt.Errorf("starting the watches of %s: %w", key, err)
+	}
+	return id, func() {
+		if err := b.Watches.Watcher().EndQueryBatch(id); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Cannot end the watches of a policy", "policy", key)
+		}
+	}, nil
+}
+
 // WatcherID identifies the policy of kind kind named key to a dependency
 // watcher.
 func WatcherID(kind schema.GroupVersionKind, key types.NamespacedName) depclient.ObjectIdentifier {
