@@ -89,7 +89,7 @@ type saResolver struct {
 }
 
 func newResolverPool(base *rest.Config, tokens client.Client, events depclient.Reconciler) (*resolverPool, error) {
-	watcher, err := depclient.New(base, events, &depclient.Options{DisableInitialReconcile: true, EnableCache: true})
+	watcher, err := depwatch.NewWatcher(base, events, depclient.Options{DisableInitialReconcile: true, EnableCache: true})
 	if err != nil {
 		return nil, fmt.Errorf("creating the hub templates' watcher: %w", err)
 	}
@@ -223,7 +223,7 @@ func (p *resolverPool) start(ctx context.Context, sa types.NamespacedName) (*saR
 	bearer := &bearerToken{}
 	bearer.set(token)
 	cfg.WrapTransport = bearer.wrap
-	watcher, err := depclient.New(cfg, p.events, &depclient.Options{DisableInitialReconcile: true, EnableCache: true})
+	watcher, err := depwatch.NewWatcher(cfg, p.events, depclient.Options{DisableInitialReconcile: true, EnableCache: true})
 	if err != nil {
 		return nil, fmt.Errorf("failed to set up the template resolver for the service account in "+
 			"hubTemplateOptions.serviceAccountName (%s): %w", sa, err)
