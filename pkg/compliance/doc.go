@@ -1,7 +1,7 @@
 // Package compliance owns the compliance event: the contract between the
 // evaluators of policy templates on a managed cluster (configpolicy, the
 // hierarchical syncer) and templatesync on one side, and statussync on the
-// other (docs/api.md, "Compliance events").
+// other (docs/api/v1.md, "Compliance events").
 //
 // A compliance event is a core/v1 Event on the template's parent Policy
 // (involvedObject carries the Policy's UID) with

@@ -1,6 +1,6 @@
 package v1alpha1
 
-// Labels of namespaces in the live-propagation tree (docs/api.md, "Live
+// Labels of namespaces in the live-propagation tree (docs/api/hierarchy-v1alpha1.md, "Live
 // propagation").
 const (
 	// TypeLabel marks a namespace as a template namespace (TypeTemplate) or
@@ -24,7 +24,7 @@ const (
 	ParentLabel = GroupName + "/parent"
 )
 
-// Annotations of objects in the live-propagation tree (docs/api.md, "Live
+// Annotations of objects in the live-propagation tree (docs/api/hierarchy-v1alpha1.md, "Live
 // propagation").
 const (
 	// PropagateAnnotation on an object in a template, root or parent

@@ -21,7 +21,7 @@ func clusterRole(name string) *rbacv1.ClusterRole {
 }
 
 // TestClusterScopedTable walks the cluster-scoped guarantee table
-// (docs/api.md, "Declared tree") with the foo-corp examples: pod-accountant (never declared) is untouched, namespace-reader
+// (docs/api/hierarchy-v1alpha1.md, "Declared tree") with the foo-corp examples: pod-accountant (never declared) is untouched, namespace-reader
 // (declared, different) is updated, quota-viewer is created, then deleted
 // when removed from the policy.
 func TestClusterScopedTable(t *testing.T) {
@@ -98,7 +98,7 @@ func binding(ns string) *rbacv1.RoleBinding {
 }
 
 // TestNamespaceScopedTable walks the namespace-scoped guarantee table
-// (docs/api.md, "Declared tree") with the foo-corp examples.
+// (docs/api/hierarchy-v1alpha1.md, "Declared tree") with the foo-corp examples.
 func TestNamespaceScopedTable(t *testing.T) {
 	f := newFixture(t)
 	f.policy("metadata: {name: foo-corp}" + fooCorpTree)

@@ -1,4 +1,4 @@
-// Package syncer is Canopy's hierarchical namespace syncer (docs/api.md,
+// Package syncer is Canopy's hierarchical namespace syncer (docs/api/hierarchy-v1alpha1.md,
 // "HierarchyPolicy"):
 // it makes namespaces and the objects in them match the declared trees of
 // HierarchyPolicies (hierarchy.canopy.io/v1alpha1).
@@ -16,7 +16,7 @@
 // pure function returning actions {op, object, reason}; the controller
 // applies them under enforce, and under inform reports them as NonCompliant
 // without writing. The planner implements both guarantee tables of
-// docs/api.md ("Declared tree"):
+// docs/api/hierarchy-v1alpha1.md ("Declared tree"):
 //
 //   - declared and missing → create; declared and different → update in
 //     place (equivalent, equal.go, ignores fields the API server fills in);

@@ -28,7 +28,7 @@ spec:
     clone: {apiVersion: v1, kind: Secret, namespace: $NS, name: docker}
 `
 
-// TestGenerators (docs/api.md, "Generators"): generators apply to namespaces that
+// TestGenerators (docs/api/hierarchy-v1alpha1.md, "Generators"): generators apply to namespaces that
 // existed before them and to new ones, label what they make, keep it in
 // sync with a clone source, and clean up when the match or the generator
 // goes.

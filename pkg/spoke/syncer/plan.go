@@ -99,7 +99,7 @@ func plan(desired, observed []*unstructured.Unstructured, r rules) []action {
 }
 
 // planDeclared is the first three rows of both guarantee tables
-// (docs/api.md, "Declared tree"): a
+// (docs/api/hierarchy-v1alpha1.md, "Declared tree"): a
 // declared object is created when missing and updated when different.
 func planDeclared(d, o *unstructured.Unstructured, r rules) (action, bool) {
 	if o == nil {

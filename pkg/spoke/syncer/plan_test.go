@@ -36,7 +36,7 @@ const (
 var rbacStrict = map[schema.GroupKind]bool{{Group: "rbac.authorization.k8s.io", Kind: "Role"}: true,
 	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}: true}
 
-// TestPlanSeedTables walks both guarantee tables of docs/api.md ("Declared
+// TestPlanSeedTables walks both guarantee tables of docs/api/hierarchy-v1alpha1.md ("Declared
 // tree") row by row.
 func TestPlanSeedTables(t *testing.T) {
 	cluster := rules{policy: "foo-corp"}

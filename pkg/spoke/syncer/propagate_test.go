@@ -43,7 +43,7 @@ func (f *fixture) data(ns, name string) func(Gomega) map[string]string {
 	}
 }
 
-// TestLivePropagation (docs/api.md, "Live propagation"): SubNamespaces make a tree under a
+// TestLivePropagation (docs/api/hierarchy-v1alpha1.md, "Live propagation"): SubNamespaces make a tree under a
 // root namespace; propagate=update copies follow their source down two
 // levels and go with it; propagate=create copies are made once; labels and
 // annotations propagate by key pattern; a template namespace feeds the

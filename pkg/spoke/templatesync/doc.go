@@ -1,5 +1,5 @@
 // Package templatesync creates the policy templates of each local Policy on
-// a managed cluster, in dependency order (docs/api.md, "Dependencies and
+// a managed cluster, in dependency order (docs/api/v1.md, "Dependencies and
 // the Pending state").
 //
 // It reconciles local Policies. For each entry of spec.policy-templates it
