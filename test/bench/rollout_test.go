@@ -272,8 +272,8 @@ func (r *rolloutBench) watchReplicas(ctx context.Context) (cache.SharedIndexInfo
 	return informer, nil
 }
 
-// slimTemplate keeps, of a replica, its namespace, name and the name of its
-// first template.
+// slimTemplate keeps, of a replica, its namespace, name, generation and the
+// name of its first template.
 func slimTemplate(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok { // a tombstone
@@ -289,6 +289,7 @@ func slimTemplate(obj any) (any, error) {
 	slim.SetNamespace(u.GetNamespace())
 	slim.SetName(u.GetName())
 	slim.SetResourceVersion(u.GetResourceVersion())
+	slim.SetGeneration(u.GetGeneration()) // Note: the simulated agents report it as evaluated
 	return slim, nil
 }
 
