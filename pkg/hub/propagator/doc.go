@@ -76,7 +76,7 @@
 // clock, decides anything. A change that reaches no template object
 // (dependencies, ignorePending, a template removed or reordered) is still
 // a new generation, which the agent evaluates and reports at once.
-
+//
 // PolicySets. When the strategy comes from a PolicySet (the policy has none
 // of its own), the set rolls out as a unit through each Placement: a
 // cluster counts as succeeded for every member only when every member that
