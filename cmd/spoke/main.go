@@ -18,6 +18,7 @@ import (
 
 	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/pkg/spoke"
+	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
 // options are the agent's flags.
@@ -28,7 +29,9 @@ type options struct {
 	clusterName   string
 	// installNamespace is where the agent runs on the managed cluster.
 	installNamespace string
-	zap              *zap.Options
+	// denylist are the template functions managed templates are denied.
+	denylist []string
+	zap      *zap.Options
 }
 
 func main() {
@@ -46,6 +49,10 @@ func parseFlags(args []string) (options, error) {
 		"Name of this managed cluster on the hub, which is also its cluster namespace (required).")
 	fs.StringVar(&opts.installNamespace, "install-namespace", os.Getenv("POD_NAMESPACE"),
 		"Namespace the agent runs in on the managed cluster, where it renews the addon Lease OCM reads for its health; empty means no such Lease.")
+	fs.Func(templating.DenylistFlag, templating.DenylistUsage, func(s string) error {
+		opts.denylist = append(opts.denylist, templating.ParseFuncList(s)...)
+		return nil
+	})
 	opts.zap = opts.serving.BindFlags(fs, ":8383", ":8384")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
 		return opts, err
@@ -73,7 +80,10 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	agentOpts := spoke.Options{HubConfig: hubCfg, ClusterName: opts.clusterName, InstallNamespace: opts.installNamespace}
+	agentOpts := spoke.Options{
+		HubConfig: hubCfg, ClusterName: opts.clusterName, InstallNamespace: opts.installNamespace,
+		TemplateFuncDenylist: opts.denylist,
+	}
 	mgrOpts := spoke.ManagerOptions(agentOpts)
 	opts.serving.Apply(&mgrOpts)
 	mgr, err := ctrl.NewManager(managedCfg, mgrOpts)

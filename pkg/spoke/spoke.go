@@ -58,6 +58,10 @@ type Options struct {
 	// LeaseInterval is the renewal period of the agent's Leases; zero means
 	// lease's default.
 	LeaseInterval time.Duration
+	// TemplateFuncDenylist are the template functions the managed
+	// cluster's templates are denied, besides those the template library
+	// always denies (OCM's --template-function-denylist).
+	TemplateFuncDenylist []string
 }
 
 // instance is Instance with its default applied.
@@ -129,7 +133,9 @@ func setupManaged(mgr ctrl.Manager, opts Options) error {
 	}
 	evaluators := opts.Evaluators
 	if evaluators == nil {
-		evaluators = Evaluators
+		evaluators = func(mgr ctrl.Manager, rec *compliance.Recorder) error {
+			return setupEvaluators(mgr, rec, opts.TemplateFuncDenylist)
+		}
 	}
 	if err := evaluators(mgr, recorder); err != nil {
 		return fmt.Errorf("setting up evaluators: %w", err)
@@ -142,7 +148,15 @@ func setupManaged(mgr ctrl.Manager, opts Options) error {
 // hierarchical syncer (HierarchyPolicy). pkg/templatekinds lists the same
 // kinds for the messages about the others.
 func Evaluators(mgr ctrl.Manager, rec *compliance.Recorder) error {
-	cp := &configpolicy.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}
+	return setupEvaluators(mgr, rec, nil)
+}
+
+// setupEvaluators is Evaluators with the template functions denied to
+// ConfigurationPolicy templates, the only ones the agent resolves.
+func setupEvaluators(mgr ctrl.Manager, rec *compliance.Recorder, denylist []string) error {
+	cp := &configpolicy.Reconciler{
+		ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec, TemplateFuncDenylist: denylist,
+	}
 	if err := cp.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up configpolicy: %w", err)
 	}
