@@ -31,7 +31,7 @@ func TestDenylistIsNotShared(t *testing.T) {
 	names[0] = "lookup"
 	list := Denylist(names)
 	g.Expect(list).To(Equal([]string{"lookup"}))
-	g.Expect(cap(list)).To(Equal(len(list)))
+	g.Expect(list).To(HaveCap(len(list)))
 	a := append(list, "env")
 	b := append(list, "expandenv")
 	g.Expect(a).To(Equal([]string{"lookup", "env"}))
