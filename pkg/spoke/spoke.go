@@ -45,7 +45,8 @@ type Options struct {
 	Instance string
 	// Evaluators register the policy template evaluators with the managed
 	// manager, recording compliance through rec; nil means Evaluators, the
-	// ones that ship. Tests pass a fake or NoEvaluators.
+	// ones that ship, denying TemplateFuncDenylist. Tests pass a fake or
+	// NoEvaluators.
 	Evaluators func(mgr ctrl.Manager, rec *compliance.Recorder) error
 	// ClusterNamespaceOnly restricts the managed cache and the policy
 	// controllers to the cluster namespace, so that the agents of several
@@ -146,7 +147,8 @@ func setupManaged(mgr ctrl.Manager, opts Options) error {
 // Evaluators registers the policy template evaluators that ship with the
 // agent: ConfigurationPolicy, OperatorPolicy, CertificatePolicy and the
 // hierarchical syncer (HierarchyPolicy). pkg/templatekinds lists the same
-// kinds for the messages about the others.
+// kinds for the messages about the others. Their templates are denied only
+// the functions the template library always denies.
 func Evaluators(mgr ctrl.Manager, rec *compliance.Recorder) error {
 	return setupEvaluators(mgr, rec, nil)
 }
