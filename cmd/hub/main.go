@@ -17,6 +17,7 @@ import (
 	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
 	"github.com/canopy-policy/canopy/pkg/hub"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
+	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
 // leaderElectionID names the Lease the hub replicas compete for.
@@ -57,6 +58,10 @@ func parseFlags(args []string) (options, error) {
 		"Agent --zap-log-level: debug, info, error or a positive integer (customizedVariables LogLevel overrides it).")
 	fs.StringVar(&opts.hub.DashboardAddress, "dashboard-address", "",
 		"Address of the read-only compliance dashboard, e.g. 127.0.0.1:8090; empty means no dashboard.")
+	fs.Func(templating.DenylistFlag, templating.DenylistUsage, func(s string) error {
+		opts.hub.TemplateFuncDenylist = append(opts.hub.TemplateFuncDenylist, templating.ParseFuncList(s)...)
+		return nil
+	})
 	opts.zap = opts.serving.BindFlags(fs, ":8080", ":8081")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
 		return opts, err

@@ -40,6 +40,11 @@ func TestParseFlags(t *testing.T) {
 	g.Expect(opts.hub.AddonManager).To(BeFalse())
 	g.Expect(opts.hub.Agent).To(Equal(addon.Options{Image: "example.com/canopy:v1", ImagePullPolicy: "IfNotPresent", LogLevel: "debug"}))
 
+	g.Expect(opts.hub.TemplateFuncDenylist).To(BeEmpty(), "only the library's own deny-list unless asked for")
+	opts, err = parseFlags([]string{"--template-function-denylist", "lookup, fromSecret", "--template-function-denylist=add,"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.hub.TemplateFuncDenylist).To(Equal([]string{"lookup", "fromSecret", "add"}), "comma-separated and repeatable, as OCM's")
+
 	_, err = parseFlags([]string{"stray"})
 	g.Expect(err).To(MatchError(ContainSubstring("unexpected arguments")))
 	_, err = parseFlags([]string{"--concurrent-reconciles", "0"})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/canopy-policy/canopy/pkg/templating"
 	"github.com/canopy-policy/canopy/pkg/vet"
 )
 
@@ -16,6 +17,7 @@ var errVetFailed = errors.New("vet found errors")
 // newVetCommand builds `kubectl canopy vet FILE|DIR...`.
 func newVetCommand(opts *globalOptions) *cobra.Command {
 	var output string
+	var denylist []string
 	cmd := &cobra.Command{
 		Use:   "vet FILE|DIR...",
 		Short: "Check policies offline: schema, names, templates, dependency and hierarchy cycles, collisions",
@@ -35,25 +37,29 @@ lookups outside the policy's namespace are errors, at their line in the file.
 Names and namespaces the API server would refuse are errors (templated names
 are checked once resolved). What Canopy does not support is a warning: policy
 templates other than ConfigurationPolicy and HierarchyPolicy, PlacementBindings
-to a PlacementRule, templates nothing resolves.
+to a PlacementRule, templates nothing resolves. Given the hub's and the
+agents' --template-function-denylist, a call of a function it denies is a
+warning too.
 
 Directories are walked for .yaml and .yml files. Objects without a namespace
 are taken to be in -n (default "default"). It exits non-zero when it finds an
 error; warnings alone do not fail.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runVet(cmd, opts, args, output)
+			return runVet(cmd, opts, args, output, denylist)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml; one line per finding when empty.")
+	cmd.Flags().StringSliceVar(&denylist, templating.DenylistFlag, nil,
+		"Comma-separated template functions the hub and the agents deny (their --"+templating.DenylistFlag+"): a call of one is a warning.")
 	return cmd
 }
 
-func runVet(cmd *cobra.Command, opts *globalOptions, paths []string, output string) error {
+func runVet(cmd *cobra.Command, opts *globalOptions, paths []string, output string, denylist []string) error {
 	if err := checkOutput(output, outputText, outputJSON, outputYAML); err != nil {
 		return err
 	}
-	checker, err := vet.New(vet.Options{DefaultNamespace: opts.namespace})
+	checker, err := vet.New(vet.Options{DefaultNamespace: opts.namespace, TemplateFuncDenylist: denylist})
 	if err != nil {
 		return fmt.Errorf("loading the CRD schemas: %w", err)
 	}

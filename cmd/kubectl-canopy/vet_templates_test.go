@@ -27,6 +27,18 @@ func TestVetTemplates(t *testing.T) {
 	expectGolden(t, "vet-templates/warn", out)
 }
 
+// TestVetTemplatesDenylist runs vet on the good policies with the hub's
+// and the agents' deny-list: each call of a denied function is a warning
+// at its line, in hub and managed templates alike, and warnings do not
+// fail vet.
+func TestVetTemplatesDenylist(t *testing.T) {
+	g := NewWithT(t)
+	out, err := canopy(t, "vet", "--template-function-denylist", "fromSecret,lookup",
+		"--template-function-denylist=fromClusterClaim", "testdata/vet-templates/good")
+	g.Expect(err).NotTo(HaveOccurred(), "warnings do not fail vet")
+	expectGolden(t, "vet-templates/denylist", out)
+}
+
 func TestVetTemplatesJSON(t *testing.T) {
 	g := NewWithT(t)
 	out, err := canopy(t, "vet", "-o", "json", "testdata/vet-templates/bad", "testdata/vet-templates/warn")

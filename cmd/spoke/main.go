@@ -20,6 +20,7 @@ import (
 
 	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/pkg/spoke"
+	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
 // options are the agent's flags.
@@ -32,7 +33,9 @@ type options struct {
 	installNamespace string
 	// testClockOffset shifts the agent's clock, for tests only.
 	testClockOffset time.Duration
-	zap             *zap.Options
+	// denylist are the template functions managed templates are denied.
+	denylist []string
+	zap      *zap.Options
 }
 
 func main() {
@@ -52,6 +55,10 @@ func parseFlags(args []string) (options, error) {
 		"Namespace the agent runs in on the managed cluster, where it renews the addon Lease OCM reads for its health; empty means no such Lease.")
 	fs.DurationVar(&opts.testClockOffset, "test-clock-offset", 0,
 		"A test knob, never for production: shifts the clock that stamps the agent's compliance reports by this much (for example -5m), to test a hub against an agent whose clock is wrong.")
+	fs.Func(templating.DenylistFlag, templating.DenylistUsage, func(s string) error {
+		opts.denylist = append(opts.denylist, templating.ParseFuncList(s)...)
+		return nil
+	})
 	opts.zap = opts.serving.BindFlags(fs, ":8383", ":8384")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
 		return opts, err
@@ -79,7 +86,10 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	agentOpts := spoke.Options{HubConfig: hubCfg, ClusterName: opts.clusterName, InstallNamespace: opts.installNamespace}
+	agentOpts := spoke.Options{
+		HubConfig: hubCfg, ClusterName: opts.clusterName, InstallNamespace: opts.installNamespace,
+		TemplateFuncDenylist: opts.denylist,
+	}
 	if opts.testClockOffset != 0 {
 		agentOpts.Clock = offsetClock{offset: opts.testClockOffset}
 		ctrl.Log.Info("Agent clock offset for a test", "offset", opts.testClockOffset)

@@ -19,6 +19,16 @@ import (
 	"github.com/canopy-policy/canopy/pkg/spoke/lease"
 )
 
+// TestParseDenylist parses --template-function-denylist as OCM's agent
+// does: comma-separated, repeatable.
+func TestParseDenylist(t *testing.T) {
+	g := NewWithT(t)
+	opts, err := parseFlags([]string{"--hub-kubeconfig", "/h", "--cluster-name", "c1",
+		"--template-function-denylist", "lookup, fromSecret", "--template-function-denylist=add"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.denylist).To(Equal([]string{"lookup", "fromSecret", "add"}))
+}
+
 func TestParseFlags(t *testing.T) {
 	tests := []struct {
 		name    string

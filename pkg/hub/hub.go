@@ -41,6 +41,10 @@ type Options struct {
 	// replica changes before it recomputes a root; zero means
 	// rootstatus.DefaultCoalesceWindow. Tests shorten it.
 	CoalesceWindow time.Duration
+	// TemplateFuncDenylist are the template functions hub templates are
+	// denied, besides those the template library always denies (OCM's
+	// --template-function-denylist).
+	TemplateFuncDenylist []string
 }
 
 // concurrency is ConcurrentReconciles with its default applied.
@@ -96,6 +100,7 @@ func controllers(mgr ctrl.Manager, opts Options) []controller {
 			APIReader:               mgr.GetAPIReader(),
 			Recorder:                mgr.GetEventRecorder("canopy-" + propagator.ControllerName),
 			MaxConcurrentReconciles: n,
+			TemplateFuncDenylist:    opts.TemplateFuncDenylist,
 		},
 		&rootstatus.Reconciler{Client: c, CoalesceWindow: opts.CoalesceWindow, MaxConcurrentReconciles: n},
 		&rootstatus.PolicySetReconciler{Client: c, MaxConcurrentReconciles: n},

@@ -72,6 +72,10 @@ type Options struct {
 	// ServiceAccountResolver, when set, is told when the resolver of a
 	// ServiceAccount starts (true) and stops (false), for metrics.
 	ServiceAccountResolver func(sa types.NamespacedName, running bool)
+	// DenylistFunctions are the template functions every hub template is
+	// denied besides those the library always denies: a template that
+	// calls one fails with the library's ErrDenylistedFunctionUsed.
+	DenylistFunctions []string
 }
 
 // replicaState is what the Cache remembers of one replica.
@@ -92,6 +96,7 @@ type cachedResolution struct {
 // NewCache returns a Cache of the hub opts.Config connects to.
 func NewCache(opts Options) (*Cache, error) {
 	templating.QuietLibraryLog()
+	opts.DenylistFunctions = templating.Denylist(opts.DenylistFunctions)
 	h := &Cache{opts: opts, states: map[string]map[string]*replicaState{}}
 	pool, err := newResolverPool(opts.Config, opts.Client, watchEvents{h})
 	if err != nil {
@@ -295,6 +300,7 @@ func (h *Cache) resolveNow(ctx context.Context, root, desired, existing *policyv
 		key:      func() ([]byte, error) { return h.encryptionKey(ctx, id, desired.Namespace) },
 	}
 	run.options.Watcher = &id
+	run.options.DenylistFunctions = h.opts.DenylistFunctions
 	run.read = func() ([]unstructured.Unstructured, error) { return resolver.ListWatchedFromCache(id) }
 	if existing != nil {
 		run.iv = existing.Annotations[templating.IVAnnotation]

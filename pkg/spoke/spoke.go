@@ -46,7 +46,8 @@ type Options struct {
 	Instance string
 	// Evaluators register the policy template evaluators with the managed
 	// manager, recording compliance through rec; nil means Evaluators, the
-	// ones that ship. Tests pass a fake or NoEvaluators.
+	// ones that ship, denying TemplateFuncDenylist. Tests pass a fake or
+	// NoEvaluators.
 	Evaluators func(mgr ctrl.Manager, rec *compliance.Recorder) error
 	// ClusterNamespaceOnly restricts the managed cache and the policy
 	// controllers to the cluster namespace, so that the agents of several
@@ -64,6 +65,10 @@ type Options struct {
 	// machine's clock. Tests pass an offset clock to run an agent whose
 	// clock is wrong.
 	Clock clock.PassiveClock
+	// TemplateFuncDenylist are the template functions the managed
+	// cluster's templates are denied, besides those the template library
+	// always denies (OCM's --template-function-denylist).
+	TemplateFuncDenylist []string
 }
 
 // instance is Instance with its default applied.
@@ -138,7 +143,9 @@ func setupManaged(mgr ctrl.Manager, opts Options) error {
 	}
 	evaluators := opts.Evaluators
 	if evaluators == nil {
-		evaluators = Evaluators
+		evaluators = func(mgr ctrl.Manager, rec *compliance.Recorder) error {
+			return setupEvaluators(mgr, rec, opts.TemplateFuncDenylist)
+		}
 	}
 	if err := evaluators(mgr, recorder); err != nil {
 		return fmt.Errorf("setting up evaluators: %w", err)
@@ -149,9 +156,18 @@ func setupManaged(mgr ctrl.Manager, opts Options) error {
 // Evaluators registers the policy template evaluators that ship with the
 // agent: ConfigurationPolicy, OperatorPolicy, CertificatePolicy and the
 // hierarchical syncer (HierarchyPolicy). pkg/templatekinds lists the same
-// kinds for the messages about the others.
+// kinds for the messages about the others. Their templates are denied only
+// the functions the template library always denies.
 func Evaluators(mgr ctrl.Manager, rec *compliance.Recorder) error {
-	cp := &configpolicy.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}
+	return setupEvaluators(mgr, rec, nil)
+}
+
+// setupEvaluators is Evaluators with the template functions denied to
+// ConfigurationPolicy templates, the only ones the agent resolves.
+func setupEvaluators(mgr ctrl.Manager, rec *compliance.Recorder, denylist []string) error {
+	cp := &configpolicy.Reconciler{
+		ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec, TemplateFuncDenylist: denylist,
+	}
 	if err := cp.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up configpolicy: %w", err)
 	}

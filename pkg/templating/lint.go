@@ -182,3 +182,35 @@ func StripHubTemplates(text string) string {
 	b.WriteString(text)
 	return b.String()
 }
+
+// DenylistFlag is the name of the flag of the hub, the agent and vet that
+// denies template functions, OCM's (its propagator's and
+// config-policy-controller's).
+const DenylistFlag = "template-function-denylist"
+
+// DenylistUsage is the help of DenylistFlag.
+const DenylistUsage = "Comma-separated list of template functions to deny in addition to those always denied (env, expandenv); " +
+	"a template that calls one fails with \"use of denylisted template function\"."
+
+// ParseFuncList parses a comma-separated list of template function names,
+// as a value of DenylistFlag: names are trimmed and empty ones dropped.
+func ParseFuncList(s string) []string {
+	var out []string
+	for name := range strings.SplitSeq(s, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Denylist returns the library's DenylistFunctions for names: a copy
+// whose capacity is its length, since the library appends the functions
+// it always denies to the slice it is given, which resolutions running
+// at once must not share. Nil for no names.
+func Denylist(names []string) []string {
+	if len(names) == 0 {
+		return nil
+	}
+	return slices.Clip(slices.Clone(names))
+}

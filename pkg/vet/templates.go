@@ -39,6 +39,10 @@ type templateUnit struct {
 	// hub template, which the hub check reports: that string is left out,
 	// and the unit's other strings are checked alone.
 	brokenHub bool
+	// denied are the functions the unit's resolver is denied
+	// (Options.TemplateFuncDenylist); none for customMessage, which the
+	// template library does not render.
+	denied []string
 }
 
 // hubPolicy is what a hub template's restrictions depend on.
@@ -58,14 +62,14 @@ func (c *Checker) checkTemplates(d Document, embedded []Document) []Finding {
 		for _, t := range embedded {
 			if hub {
 				u := templateUnit{doc: t, resolver: templating.Hub, object: t.Object, policy: hp,
-					sites: stringsWith(t.Node, templating.HubStartDelim)}
+					sites: stringsWith(t.Node, templating.HubStartDelim), denied: c.opts.TemplateFuncDenylist}
 				out = append(out, u.check()...)
 			}
-			out = append(out, checkManagedTemplates(t)...)
+			out = append(out, checkManagedTemplates(t, c.opts.TemplateFuncDenylist)...)
 		}
 	case configurationPolicyGK, hierarchyPolicyGK:
 		out = append(out, checkHubTemplatesOutsidePolicy(d)...)
-		out = append(out, checkManagedTemplates(d)...)
+		out = append(out, checkManagedTemplates(d, c.opts.TemplateFuncDenylist)...)
 	}
 	return out
 }
@@ -85,8 +89,9 @@ func (c *Checker) hubPolicyOf(d Document) hubPolicy {
 // in the ConfigurationPolicy d (object-templates, object-templates-raw and
 // customMessage), and warns of those nothing resolves, in it or in a
 // HierarchyPolicy. Hub templates are taken as resolved: the hub resolves
-// them first, or checkHubTemplatesOutsidePolicy reports them.
-func checkManagedTemplates(d Document) []Finding {
+// them first, or checkHubTemplatesOutsidePolicy reports them. denied are
+// the functions the agent denies.
+func checkManagedTemplates(d Document, denied []string) []Finding {
 	switch d.GroupVersionKind().GroupKind() {
 	case hierarchyPolicyGK:
 		return checkUnresolved(d, "", "a HierarchyPolicy is not templated on the managed cluster")
@@ -103,6 +108,9 @@ func checkManagedTemplates(d Document) []Finding {
 			return nil
 		}
 		u := templateUnit{doc: d, path: path, resolver: r, object: object}
+		if r != templating.CustomMessage {
+			u.denied = denied
+		}
 		for _, n := range stringsWith(node, "{{") {
 			text := managedText(n.Value)
 			switch {

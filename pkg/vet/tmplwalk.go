@@ -145,8 +145,9 @@ var namespaceArg = map[string]int{
 }
 
 // checkUses checks what a site's templates call and read against its
-// resolver: context fields it does not set, protect outside hub
-// templates, cluster functions and other namespaces in hub templates.
+// resolver: context fields it does not set, denied functions, protect
+// outside hub templates, cluster functions and other namespaces in hub
+// templates.
 func (u templateUnit) checkUses(site *yaml.Node, uses []templateUse) []Finding {
 	var out []Finding
 	report := func(use templateUse, sev Severity, format string, args ...any) {
@@ -159,6 +160,11 @@ func (u templateUnit) checkUses(site *yaml.Node, uses []templateUse) []Finding {
 				report(use, SeverityError, "%s", msg)
 			}
 			continue
+		}
+		if slices.Contains(u.denied, use.function) {
+			report(use, SeverityWarning, "%s is in the --%s given: where the %s is resolved with that list, it fails "+
+				"with \"use of denylisted template function: function '%s' is not allowed\"",
+				use.function, templating.DenylistFlag, u.resolver, use.function)
 		}
 		switch {
 		case use.function == templating.ProtectFunction && u.resolver != templating.Hub:

@@ -18,6 +18,10 @@ type Options struct {
 	// DefaultNamespace is the namespace of objects that name none (kubectl
 	// apply's namespace); "default" when empty.
 	DefaultNamespace string
+	// TemplateFuncDenylist are the template functions the hub and the
+	// agents deny (their --template-function-denylist): a template that
+	// calls one is a warning.
+	TemplateFuncDenylist []string
 }
 
 // Checker checks documents. It holds the CRD schemas; build it once with

@@ -22,6 +22,7 @@ import (
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/test/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/testenv"
 	"github.com/canopy-policy/canopy/test/inproc"
 )
 
@@ -51,8 +52,7 @@ func TestCorpus(t *testing.T) {
 		t.Fatalf("the corpus has %d cases, want at least 50", len(cases))
 	}
 	mc := env.Managed[0]
-	inproc.StartHub(t, env.Hub.Config)
-	inproc.StartAgent(t, mc.Name, mc.Config, mc.HubConfig)
+	startDenying(t, mc)
 	// Every case is applied first, so that the controllers work on all of
 	// them at once, then each case's expectations are checked.
 	for _, tc := range cases {
@@ -66,6 +66,40 @@ func TestCorpus(t *testing.T) {
 	}
 	t.Run("late input", func(t *testing.T) { expectLate(t, cases) })
 	t.Run("no hot loops", expectIdle)
+}
+
+// deniedFunction is the template function the corpus's hub and agent deny,
+// as their --template-function-denylist would (the *-denied-function
+// cases).
+const deniedFunction = "sha1sum"
+
+// startDenying runs the hub controllers and the agent of mc as
+// inproc.StartHub and inproc.StartAgent do, both denying deniedFunction,
+// until the test ends.
+func startDenying(t *testing.T, mc *testenv.ManagedCluster) {
+	t.Helper()
+	hubOpts := inproc.HubOptions()
+	hubOpts.TemplateFuncDenylist = []string{deniedFunction}
+	agentOpts := inproc.AgentOptions(mc.Name, mc.HubConfig)
+	agentOpts.TemplateFuncDenylist = []string{deniedFunction}
+	for _, p := range []struct {
+		name  string
+		start func() (*inproc.Running, error)
+	}{
+		{"hub manager", func() (*inproc.Running, error) { return inproc.RunHub(context.Background(), env.Hub.Config, hubOpts) }},
+		{"agent", func() (*inproc.Running, error) { return inproc.RunAgent(context.Background(), mc.Config, agentOpts) }},
+	} {
+		name := p.name
+		r, err := p.start()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Cleanup(func() {
+			if err := r.Stop(); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		})
+	}
 }
 
 // applyCase applies a case's objects, and checks the API server's answer

@@ -68,6 +68,9 @@ type Reconciler struct {
 	// MaxConcurrentReconciles is how many root policies are reconciled at
 	// once; zero means controllerdefaults.HubConcurrency.
 	MaxConcurrentReconciles int
+	// TemplateFuncDenylist are the template functions hub templates are
+	// denied, besides those the template library always denies.
+	TemplateFuncDenylist []string
 
 	// templates resolves hub templates; SetupWithManager makes it.
 	templates *hubTemplates
@@ -79,7 +82,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err := addIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	templates, err := newHubTemplates(mgr)
+	templates, err := newHubTemplates(mgr, r.TemplateFuncDenylist)
 	if err != nil {
 		return err
 	}

@@ -26,14 +26,15 @@ type hubTemplates struct {
 	requests chan event.TypedGenericEvent[types.NamespacedName]
 }
 
-func newHubTemplates(mgr ctrl.Manager) (*hubTemplates, error) {
+func newHubTemplates(mgr ctrl.Manager, denylist []string) (*hubTemplates, error) {
 	h := &hubTemplates{requests: make(chan event.TypedGenericEvent[types.NamespacedName], 1024)}
 	cache, err := hubtemplates.NewCache(hubtemplates.Options{
-		Config:  mgr.GetConfig(),
-		Client:  mgr.GetClient(),
-		Reader:  mgr.GetAPIReader(),
-		Changed: h.enqueue,
-		Log:     ctrl.Log.WithName(ControllerName),
+		Config:            mgr.GetConfig(),
+		Client:            mgr.GetClient(),
+		Reader:            mgr.GetAPIReader(),
+		Changed:           h.enqueue,
+		DenylistFunctions: denylist,
+		Log:               ctrl.Log.WithName(ControllerName),
 		Resolved: func(root types.NamespacedName) {
 			hubTemplateResolutions.WithLabelValues(root.Namespace, root.Name).Inc()
 		},

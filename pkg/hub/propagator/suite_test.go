@@ -28,6 +28,10 @@ var clusters = []string{"cluster-a", "cluster-b", "cluster-c"}
 // as cmd/hub does (pkg/hub).
 var suite = &testenv.Suite{Options: testenv.Options{ManagedClusters: []string{}}, Start: startHub}
 
+// deniedFunction is the template function the suite's hub denies, as
+// cmd/hub's --template-function-denylist would; no other test calls it.
+const deniedFunction = "sha1sum"
+
 // env and runningHub are the suite's, set when it starts: every test starts it
 // first, with newNamespace or suite.Get.
 var (
@@ -105,7 +109,7 @@ func (h *testHub) Start() error {
 	if h.stop != nil {
 		return errors.New("the hub controllers are already running")
 	}
-	opts := hub.Options{}
+	opts := hub.Options{TemplateFuncDenylist: []string{deniedFunction}}
 	stop, err := controlplane.StartManager(h.cfg, hub.ManagerOptions(opts), func(mgr ctrl.Manager) error {
 		return hub.Setup(context.Background(), mgr, opts)
 	})

@@ -57,6 +57,11 @@ type Reconciler struct {
 	// MaxConcurrentReconciles is how many policies are evaluated at once;
 	// zero means controllerdefaults.ConfigPolicyConcurrency.
 	MaxConcurrentReconciles int
+	// TemplateFuncDenylist are the template functions the policies'
+	// templates are denied, besides those the template library always
+	// denies: a template that calls one fails with the library's
+	// ErrDenylistedFunctionUsed.
+	TemplateFuncDenylist []string
 
 	// base is what every evaluator shares: the start and end of Reconcile,
 	// the dynamic client and the watcher's lifecycle.

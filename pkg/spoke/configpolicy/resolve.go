@@ -187,7 +187,7 @@ func hasTemplate(s string) bool {
 // batch) when watching, else a resolver that reads from the API server;
 // and the decryption key when the policy holds encrypted values.
 func (e *evaluation) newResolution(ctx context.Context) (*resolution, *templateOutcome) {
-	rs := &resolution{}
+	rs := &resolution{opts: templates.ResolveOptions{DenylistFunctions: templating.Denylist(e.r.TemplateFuncDenylist)}}
 	var err error
 	if e.watching {
 		id := watcherID(types.NamespacedName{Namespace: e.policy.Namespace, Name: e.policy.Name})

@@ -19,13 +19,19 @@ import (
 	"github.com/canopy-policy/canopy/pkg/spoke/internal/evaluator/evaluatortest"
 )
 
+// deniedFunction is the template function the suite's Reconciler denies,
+// as cmd/spoke's --template-function-denylist would; no other test calls it.
+const deniedFunction = "sha1sum"
+
 // suite is a managed cluster's API server with this controller running.
 var suite = &controlplane.Suite{Name: "managed", Start: func(cp *controlplane.ControlPlane) (func() error, error) {
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.Wrap(slowLists.wrap)
 	return controlplane.StartManager(cfg, manager.Options{}, func(mgr ctrl.Manager) error {
-		return (&Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: evaluatortest.Recorder(mgr)}).
-			SetupWithManager(mgr)
+		return (&Reconciler{
+			ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: evaluatortest.Recorder(mgr),
+			TemplateFuncDenylist: []string{deniedFunction},
+		}).SetupWithManager(mgr)
 	})
 }}
 
