@@ -116,8 +116,8 @@ func expectRequests(t *testing.T, id identity) {
 	agent, err := client.New(id.cfg, client.Options{Scheme: scheme.New()})
 	g.Expect(err).NotTo(HaveOccurred())
 	root := createPolicy(t, id.rootNamespace, "root")
-	other := createPolicy(t, id.other, id.rootNamespace+".root")
-	mine := createPolicy(t, id.own, id.rootNamespace+".root")
+	other := createReplica(t, id.other, id.rootNamespace+".root")
+	mine := createReplica(t, id.own, id.rootNamespace+".root")
 	forbidden := Satisfy(apierrors.IsForbidden)
 
 	g.Expect(agent.Get(ctx, client.ObjectKeyFromObject(mine), &policyv1.Policy{})).To(Succeed())
@@ -145,7 +145,20 @@ func newPolicy(namespace, name string) *policyv1.Policy {
 // the test ends.
 func createPolicy(t *testing.T, namespace, name string) *policyv1.Policy {
 	t.Helper()
+	return create(t, newPolicy(namespace, name))
+}
+
+// createReplica creates, in a cluster namespace, the replica name of a root
+// (with the root-policy label replicas carry: the hub refuses a root there).
+func createReplica(t *testing.T, namespace, name string) *policyv1.Policy {
+	t.Helper()
 	p := newPolicy(namespace, name)
+	p.Labels = map[string]string{policyv1.RootPolicyLabel: name}
+	return create(t, p)
+}
+
+func create(t *testing.T, p *policyv1.Policy) *policyv1.Policy {
+	t.Helper()
 	if err := env.Hub.Client.Create(t.Context(), p); err != nil {
 		t.Fatal(err)
 	}
