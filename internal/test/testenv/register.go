@@ -148,7 +148,9 @@ func ensureManagedCluster(ctx context.Context, c client.Client, name string) err
 	if mc.Status.Version.Kubernetes == "" {
 		mc.Status.Version.Kubernetes = "v" + controlplane.KubernetesVersion
 	}
-	if err := c.Status().Patch(ctx, mc, client.MergeFrom(orig)); err != nil {
+	// Note: with the version read as precondition; a conflict fails this
+	// attempt, and Start registers the cluster again (it is idempotent).
+	if err := c.Status().Patch(ctx, mc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("writing the status of managed cluster %s: %w", name, err)
 	}
 	return nil
