@@ -29,6 +29,7 @@ import (
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
 	"github.com/canopy-policy/canopy/pkg/hubtemplates"
 	"github.com/canopy-policy/canopy/pkg/replica"
+	"github.com/canopy-policy/canopy/pkg/statuspatch"
 )
 
 // RolloutStrategies returns, by Placement name, the rollout strategy
@@ -305,18 +306,20 @@ func (r *Reconciler) previousRollout(ctx context.Context, root *policyv1.Policy)
 
 // recordRollout writes root's status.rollout at once, before the replicas
 // it shows updated are written, on current, the root as previousRollout
-// read it. The write carries current's resourceVersion: a root changed or
-// recreated since is refused (a conflict, and the reconcile runs again), so
-// a rollout planned for one version of the root never lands on another.
-// A cache behind current (another spec or another object) plans nothing.
+// read it (statuspatch: never on a same-named successor; the rollout alone
+// is sent again on a version written since). A cache behind current
+// (another spec or another object) plans nothing.
 func (r *Reconciler) recordRollout(ctx context.Context, root, current *policyv1.Policy) error {
 	if current.UID != root.UID || current.Generation != root.Generation {
 		return fmt.Errorf("recording the rollout of %s before updating its replicas: the cache shows generation %d, "+
 			"the API server %d: %w", klog.KObj(root), root.Generation, current.Generation, errCacheBehind)
 	}
-	patched := current.DeepCopy()
-	patched.Status.Rollout = root.Status.Rollout
-	if err := r.Client.Status().Patch(ctx, patched, client.MergeFromWithOptions(current, client.MergeFromWithOptimisticLock{})); err != nil {
+	var err error
+	status := statuspatch.Snapshot(r.Client, current, func(p *policyv1.Policy) any { return p.Status },
+		statuspatch.ReadFrom[*policyv1.Policy](r.APIReader))
+	current.Status.Rollout = root.Status.Rollout
+	status.Apply(ctx, &err)
+	if err != nil {
 		return fmt.Errorf("recording the rollout of %s before updating its replicas: %w", klog.KObj(root), err)
 	}
 	return nil
