@@ -50,19 +50,7 @@ func OperatorsSpec(inputGetter func() OperatorsSpecInput) {
 	)
 	BeforeEach(func(ctx SpecContext) {
 		input = inputGetter()
-		var err error
-		env, err = testenv.Start(ctx, testenv.Options{ManagedClusters: append([]string{canaryCluster}, productionClusters...)})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
-		sims = map[string]*olmsim.Simulator{}
-		for _, mc := range env.Managed {
-			sims[mc.Name] = startOLM(ctx, mc)
-		}
-		Expect(env.Hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "policies"}})).To(Succeed())
-		startHub(env.Hub.Config)
-		for _, mc := range env.Managed {
-			startAgent(mc)
-		}
+		env, sims = startOperatorsFleet(ctx)
 	}, NodeTimeout(4*time.Minute))
 
 	It("installs op-a, then op-b, on the canary first and on production only after", func(ctx SpecContext) {
@@ -104,6 +92,25 @@ func OperatorsSpec(inputGetter func() OperatorsSpecInput) {
 			Expect(replicas.Items).To(BeEmpty(), "production got nothing of the set: the canary failed")
 		}
 	}, NodeTimeout(5*time.Minute))
+}
+
+// startOperatorsFleet starts the spec's hub and managed clusters, with OLM
+// simulated on each, the hub controller and an agent per cluster; all stop
+// when the spec ends.
+func startOperatorsFleet(ctx SpecContext) (*testenv.Env, map[string]*olmsim.Simulator) {
+	env, err := testenv.Start(ctx, testenv.Options{ManagedClusters: append([]string{canaryCluster}, productionClusters...)})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+	sims := map[string]*olmsim.Simulator{}
+	for _, mc := range env.Managed {
+		sims[mc.Name] = startOLM(ctx, mc)
+	}
+	Expect(env.Hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "policies"}})).To(Succeed())
+	startHub(env.Hub.Config)
+	for _, mc := range env.Managed {
+		startAgent(mc)
+	}
+	return env, sims
 }
 
 // startOLM installs OLM's CRDs on mc and runs the OLM simulator there until
