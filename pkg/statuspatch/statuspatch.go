@@ -112,6 +112,22 @@ func Remember[T Object[T]](w *Written[T]) Option[T] {
 	return func(p *Patch[T]) { p.written = w }
 }
 
+// Advance tells the patch that the same reconcile has already written part
+// of the status on the same object: written is that object as the API
+// server answered the write, and set copies the fields the write set from
+// written to the snapshot. Apply then sends only what the reconcile
+// changed besides (nothing, when nothing else changed), with written's
+// resourceVersion as precondition, instead of being refused on the version
+// the snapshot was taken from and sending everything again. A written of
+// another UID leaves the patch as it is.
+func (p *Patch[T]) Advance(written T, set func(from, to T)) {
+	if written.GetUID() != p.orig.GetUID() {
+		return
+	}
+	set(written, p.orig)
+	p.orig.SetResourceVersion(written.GetResourceVersion())
+}
+
 // Apply patches the object's status when it differs from the snapshot's.
 // Call it deferred, with the address of Reconcile's named error result: a
 // failed patch is aggregated into it; an object deleted meanwhile, or

@@ -221,6 +221,76 @@ func TestRemember(t *testing.T) {
 	w.Forget(key)
 }
 
+// TestAdvance: a reconcile that writes part of the status early (the
+// rollout before the replicas) and advances its deferred patch sends, at
+// the end, only what it changed besides, on the version the early write
+// made: nothing when nothing else changed, never a refused write.
+func TestAdvance(t *testing.T) {
+	rollout := func(from, to *policyv1.Policy) { to.Status.Rollout = from.Status.Rollout }
+	for _, advance := range []bool{false, true} {
+		for _, changeMore := range []bool{false, true} {
+			t.Run(fmt.Sprintf("advance=%v/more=%v", advance, changeMore), func(t *testing.T) {
+				g := NewWithT(t)
+				srv := newServer(t, nil)
+				policy := &policyv1.Policy{}
+				g.Expect(srv.Get(t.Context(), key, policy)).To(Succeed())
+				status := statuspatch.Snapshot(srv, policy, policyStatus, statuspatch.ReadFrom[*policyv1.Policy](srv))
+
+				policy.Status.Rollout = &policyv1.RolloutStatus{Phase: "Progressing"}
+				early := &policyv1.Policy{}
+				g.Expect(srv.Get(t.Context(), key, early)).To(Succeed())
+				var err error
+				first := statuspatch.Snapshot(srv, early, policyStatus)
+				early.Status.Rollout = policy.Status.Rollout.DeepCopy()
+				first.Apply(t.Context(), &err)
+				g.Expect(err).NotTo(HaveOccurred())
+				if advance {
+					status.Advance(early, rollout)
+				}
+				if changeMore {
+					policy.Status.ComplianceState = policyv1.Compliant
+				}
+				status.Apply(t.Context(), &err)
+				g.Expect(err).NotTo(HaveOccurred())
+
+				want := 1 // the early write
+				switch {
+				case advance && changeMore:
+					want++ // the rest, accepted at once
+				case !advance:
+					want += 2 // refused on the snapshot's version, sent again
+				}
+				g.Expect(srv.patches).To(HaveLen(want))
+				if advance && changeMore {
+					g.Expect(srv.patches[1]).NotTo(HaveKeyWithValue("status", HaveKey("rollout")), "only what changed besides")
+				}
+				final := &policyv1.Policy{}
+				g.Expect(srv.Get(t.Context(), key, final)).To(Succeed())
+				g.Expect(final.Status.Rollout).To(Equal(policy.Status.Rollout))
+				if changeMore {
+					g.Expect(final.Status.ComplianceState).To(Equal(policyv1.Compliant))
+				}
+			})
+		}
+	}
+
+	g := NewWithT(t)
+	srv := newServer(t, nil)
+	policy := &policyv1.Policy{}
+	g.Expect(srv.Get(t.Context(), key, policy)).To(Succeed())
+	status := statuspatch.Snapshot(srv, policy, policyStatus)
+	srv.meanwhile(t, recreated)
+	successor := &policyv1.Policy{}
+	g.Expect(srv.Get(t.Context(), key, successor)).To(Succeed())
+	successor.Status.Rollout = &policyv1.RolloutStatus{Phase: "Progressing"}
+	status.Advance(successor, rollout)
+	policy.Status.ComplianceState = policyv1.Compliant
+	var err error
+	status.Apply(t.Context(), &err)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(srv.status(t)).To(BeEmpty(), "another object's write does not advance the patch: refused, and not redone on the successor")
+}
+
 // reconcile is a Reconcile in the shape the package serves; meanwhile,
 // when not nil, runs between the snapshot and the write.
 func reconcile(ctx context.Context, c client.Client, policy *policyv1.Policy, change bool, err error, meanwhile func(),

@@ -131,10 +131,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if !policy.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, req.NamespacedName)
 	}
-	return r.reconcileNormal(ctx, policy)
+	return r.reconcileNormal(ctx, policy, status)
 }
 
-func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Policy) (ctrl.Result, error) {
+// rootStatus is the deferred status write of the root being reconciled.
+type rootStatus = *statuspatch.Patch[*policyv1.Policy]
+
+func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Policy, status rootStatus) (ctrl.Result, error) {
 	if inCluster, err := r.inClusterNamespace(ctx, policy.Namespace); err != nil {
 		return ctrl.Result{}, err
 	} else if inCluster {
@@ -160,7 +163,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 	}
 	res := ResolvePlacement(in)
 	policy.Status.Placement = res.Placements
-	out := r.syncReplicas(ctx, policy, res.Clusters, members, gated)
+	out := r.syncReplicas(ctx, policy, status, res.Clusters, members, gated)
 	if len(out.failures) > 0 {
 		propagationFailures.WithLabelValues(policy.Namespace, policy.Name).Add(float64(len(out.failures)))
 	}
@@ -203,8 +206,9 @@ type syncOutcome struct {
 
 // syncReplicas creates or updates the replica of each selected cluster, as
 // the rollout strategy allows, and deletes the others. One failing cluster
-// does not stop the others.
-func (r *Reconciler) syncReplicas(ctx context.Context, root *policyv1.Policy, clusters []Cluster, members replica.PolicySetMembers, gated []RolloutPlacement) syncOutcome {
+// does not stop the others. status is root's deferred status write.
+func (r *Reconciler) syncReplicas(ctx context.Context, root *policyv1.Policy, status rootStatus, clusters []Cluster,
+	members replica.PolicySetMembers, gated []RolloutPlacement) syncOutcome {
 	existing, err := r.replicasOf(ctx, replica.Name(root))
 	if err != nil {
 		return syncOutcome{failures: []error{err}}
@@ -223,7 +227,7 @@ func (r *Reconciler) syncReplicas(ctx context.Context, root *policyv1.Policy, cl
 		delete(existing, key)
 		selected.Insert(c.Name)
 	}
-	r.writeReplicas(ctx, root, prepared, gated, &out)
+	r.writeReplicas(ctx, root, status, prepared, gated, &out)
 	r.templates.retain(ctx, replica.Name(root), selected)
 	out.failures = append(out.failures, r.deleteReplicas(ctx, existing)...)
 	return out

@@ -169,8 +169,11 @@ type preparedReplica struct {
 // The status.rollout that shows the gated clusters about to get a new spec
 // as updated is written before their replicas: a restart, or a failed
 // write, never leaves a replica of a new generation that the root's status
-// does not show updated, and no later group is written before it is.
-func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, prepared []preparedReplica, gated []RolloutPlacement, out *syncOutcome) {
+// does not show updated, and no later group is written before it is. That
+// write advances status, root's deferred status write, which then carries
+// only what the reconcile changes besides.
+func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, status rootStatus, prepared []preparedReplica,
+	gated []RolloutPlacement, out *syncOutcome) {
 	if len(gated) == 0 {
 		root.Status.Rollout = nil
 		for _, p := range prepared {
@@ -204,7 +207,7 @@ func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, p
 	root.Status.Rollout = plan.Status(respecced)
 	out.recheck, out.invalidRollout = plan.RecheckAfter, plan.Invalid
 	if respecced.Len() > 0 && !equality.Semantic.DeepEqual(previous, root.Status.Rollout) {
-		if err := r.recordRollout(ctx, root, current); err != nil {
+		if err := r.recordRollout(ctx, root, status, current); err != nil {
 			root.Status.Rollout = previous
 			out.failures = append(out.failures, err)
 			return
@@ -307,9 +310,10 @@ func (r *Reconciler) previousRollout(ctx context.Context, root *policyv1.Policy)
 // recordRollout writes root's status.rollout at once, before the replicas
 // it shows updated are written, on current, the root as previousRollout
 // read it (statuspatch: never on a same-named successor; the rollout alone
-// is sent again on a version written since). A cache behind current
-// (another spec or another object) plans nothing.
-func (r *Reconciler) recordRollout(ctx context.Context, root, current *policyv1.Policy) error {
+// is sent again on a version written since), and advances rootStatus, the
+// deferred write, past it. A cache behind current (another spec or another
+// object) plans nothing.
+func (r *Reconciler) recordRollout(ctx context.Context, root *policyv1.Policy, rootStatus rootStatus, current *policyv1.Policy) error {
 	if current.UID != root.UID || current.Generation != root.Generation {
 		return fmt.Errorf("recording the rollout of %s before updating its replicas: the cache shows generation %d, "+
 			"the API server %d: %w", klog.KObj(root), root.Generation, current.Generation, errCacheBehind)
@@ -322,6 +326,7 @@ func (r *Reconciler) recordRollout(ctx context.Context, root, current *policyv1.
 	if err != nil {
 		return fmt.Errorf("recording the rollout of %s before updating its replicas: %w", klog.KObj(root), err)
 	}
+	rootStatus.Advance(current, func(from, to *policyv1.Policy) { to.Status.Rollout = from.Status.Rollout })
 	return nil
 }
 
