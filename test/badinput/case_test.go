@@ -35,7 +35,7 @@ const clusterAnnotation = "badinput.canopy.io/cluster"
 // (lateToken).
 const afterAnnotation = "badinput.canopy.io/after"
 
-// expectation is one "# expect:" line of a case.
+// expectation is one "# expect:" or "# expect-late:" line of a case.
 type expectation struct {
 	place string
 	name  string
@@ -46,11 +46,14 @@ func (e expectation) String() string { return e.place + " " + e.name + ": " + e.
 
 // testCase is one file of the corpus.
 type testCase struct {
-	name    string
-	expect  []expectation
-	nobind  bool
-	hub     []*unstructured.Unstructured
-	managed []*unstructured.Unstructured
+	name   string
+	expect []expectation
+	// expectLate, when not empty, is what the case's late input must
+	// bring about (in order), instead of its expectations holding on.
+	expectLate []expectation
+	nobind     bool
+	hub        []*unstructured.Unstructured
+	managed    []*unstructured.Unstructured
 	// lateHub and lateManaged are applied once every case has settled.
 	lateHub, lateManaged []*unstructured.Unstructured
 }
@@ -61,7 +64,7 @@ func (tc testCase) rejected() bool {
 }
 
 var (
-	expectLine = regexp.MustCompile(`^#\s*expect:\s*(\w+)(?:\s+([^:\s]+))?:\s*(.+)$`)
+	expectLine = regexp.MustCompile(`^#\s*expect(-late)?:\s*(\w+)(?:\s+([^:\s]+))?:\s*(.+)$`)
 	padToken   = regexp.MustCompile(`\$PAD\((\d+)\)`)
 )
 
@@ -97,11 +100,16 @@ func loadCase(file, cluster string) (testCase, error) {
 		if m == nil {
 			continue
 		}
-		re, err := regexp.Compile(m[3])
+		re, err := regexp.Compile(m[4])
 		if err != nil {
 			return tc, fmt.Errorf("expectation %q: %w", line, err)
 		}
-		tc.expect = append(tc.expect, expectation{place: m[1], name: m[2], re: re})
+		e := expectation{place: m[2], name: m[3], re: re}
+		if m[1] != "" {
+			tc.expectLate = append(tc.expectLate, e)
+		} else {
+			tc.expect = append(tc.expect, e)
+		}
 	}
 	if len(tc.expect) == 0 {
 		return tc, errors.New("no '# expect:' line")
@@ -122,6 +130,9 @@ func loadCase(file, cluster string) (testCase, error) {
 			o.SetNamespace(tc.name)
 		}
 		tc.hub, tc.lateHub = appendTo(tc.hub, tc.lateHub, late, o)
+	}
+	if len(tc.expectLate) > 0 && len(tc.lateHub)+len(tc.lateManaged) == 0 {
+		return tc, errors.New("'# expect-late:' without late input")
 	}
 	return tc, nil
 }

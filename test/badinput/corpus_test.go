@@ -166,7 +166,8 @@ func target(tc testCase, e expectation) (client.Client, client.ObjectKey, schema
 	panic(fmt.Sprintf("unknown place %q in %s", e.place, tc.name))
 }
 
-// statusText returns every string of the object's status, one per line.
+// statusText returns every string of the object's status, one per line,
+// and every number as "<field>=<number>".
 func statusText(ctx context.Context, c client.Client, key client.ObjectKey, gvk schema.GroupVersionKind) (string, error) {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
@@ -189,7 +190,12 @@ func collectStrings(v any, out *[]string) {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			collectStrings(v[k], out)
+			switch n := v[k].(type) {
+			case int64, float64:
+				*out = append(*out, fmt.Sprintf("%s=%v", k, n))
+			default:
+				collectStrings(n, out)
+			}
 		}
 	case []any:
 		for _, item := range v {

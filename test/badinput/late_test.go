@@ -20,7 +20,8 @@ const lateWindow = 15 * time.Second
 
 // expectLate applies the late objects of the cases that have some (the
 // corpus has settled), and checks that those cases' expectations hold
-// throughout lateWindow.
+// throughout lateWindow, or, for a case with "# expect-late:" lines, that
+// its late expectations are met, in order.
 func expectLate(t *testing.T, cases []testCase) {
 	g := NewWithT(t)
 	ctx := t.Context()
@@ -41,11 +42,26 @@ func expectLate(t *testing.T, cases []testCase) {
 			}
 		}
 	}
-	if len(late) == 0 {
+	var holding []testCase
+	for _, tc := range late {
+		if len(tc.expectLate) == 0 {
+			holding = append(holding, tc)
+			continue
+		}
+		for _, e := range tc.expectLate {
+			c, key, gvk := target(tc, e)
+			g.Eventually(func(g Gomega) string {
+				text, err := statusText(ctx, c, key, gvk)
+				g.Expect(err).NotTo(HaveOccurred())
+				return text
+			}, settle, poll).Should(MatchRegexp(e.re.String()), "%s after its late input", e)
+		}
+	}
+	if len(holding) == 0 {
 		return
 	}
 	g.Consistently(func(g Gomega) {
-		for _, tc := range late {
+		for _, tc := range holding {
 			for _, e := range tc.expect {
 				c, key, gvk := target(tc, e)
 				text, err := statusText(ctx, c, key, gvk)
