@@ -19,7 +19,7 @@ type agentWatches struct {
 	hubCompliant   *seen // hub replicas seen Compliant
 }
 
-func (s *agentBench) watch(ctx context.Context, b *testing.B) agentWatches {
+func (s *agentBench) watch(ctx context.Context, b testing.TB) agentWatches {
 	b.Helper()
 	mc := s.env.Cluster(agentCluster)
 	var w agentWatches
@@ -50,7 +50,7 @@ func (s *agentBench) watch(ctx context.Context, b *testing.B) agentWatches {
 
 // converge writes the replicas on the hub and waits until every template
 // has been evaluated and every replica is Compliant on the hub.
-func (s *agentBench) converge(ctx context.Context, b *testing.B) []row {
+func (s *agentBench) converge(ctx context.Context, b testing.TB) []row {
 	b.Helper()
 	w := s.watch(ctx, b)
 	n := s.chains * chainDepth
@@ -102,7 +102,7 @@ var agentHubResources = []string{"policies/status", "events"}
 
 // writes reads the write counters of the managed cluster's API server and
 // the hub's.
-func (s *agentBench) writes(ctx context.Context, b *testing.B) (managed, hub requests) {
+func (s *agentBench) writes(ctx context.Context, b testing.TB) (managed, hub requests) {
 	b.Helper()
 	managed, err := countWrites(ctx, s.env.Cluster(agentCluster).Config)
 	if err != nil {
@@ -115,7 +115,7 @@ func (s *agentBench) writes(ctx context.Context, b *testing.B) (managed, hub req
 }
 
 // idle measures the agent's CPU and memory once everything has converged.
-func (s *agentBench) idle(ctx context.Context, b *testing.B) row {
+func (s *agentBench) idle(ctx context.Context, b testing.TB) row {
 	b.Helper()
 	select {
 	case <-ctx.Done():

@@ -63,7 +63,7 @@ func BenchmarkAgent(b *testing.B) {
 }
 
 // startAgentBench starts a hub and a managed cluster and canopy-agent.
-func startAgentBench(ctx context.Context, b *testing.B) *agentBench {
+func startAgentBench(ctx context.Context, b testing.TB) *agentBench {
 	b.Helper()
 	env, err := testenv.Start(ctx, testenv.Options{ManagedClusters: []string{agentCluster}})
 	if err != nil {

@@ -15,8 +15,22 @@ import (
 )
 
 // requests counts an API server's requests of some verbs, keyed by
-// "resource" or "resource/subresource".
+// "resource" or "resource/subresource"; a request the API server refused
+// (a code other than 2xx, such as a 409 for a write on a stale version) is
+// keyed "resource (code)": a write counted under its resource is one that
+// was made.
 type requests map[string]float64
+
+// refused sums the requests the API server refused.
+func (w requests) refused() float64 {
+	var sum float64
+	for k, v := range w {
+		if strings.HasSuffix(k, ")") {
+			sum += v
+		}
+	}
+	return sum
+}
 
 // readVerbs are the apiserver_request_total verbs that write nothing.
 var readVerbs = map[string]bool{"GET": true, "LIST": true, "WATCH": true, "CONNECT": true}
@@ -81,6 +95,9 @@ func parseRequests(data []byte, counts func(verb string) bool) requests {
 		key := labels["resource"]
 		if sub := labels["subresource"]; sub != "" {
 			key += "/" + sub
+		}
+		if code := labels["code"]; !strings.HasPrefix(code, "2") {
+			key += " (" + code + ")"
 		}
 		w[key] += value
 	}

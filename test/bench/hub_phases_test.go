@@ -18,7 +18,7 @@ import (
 
 // propagate creates the root policies and bindings and measures the time
 // until every replica exists and the writes it took.
-func (h *hubBench) propagate(ctx context.Context, b *testing.B) row {
+func (h *hubBench) propagate(ctx context.Context, b testing.TB) row {
 	b.Helper()
 	replicas := len(h.clusters) * len(h.policies)
 	informer, err := metadataInformer(h.cp.Config, policyv1.GroupVersion.WithResource("policies"), policyv1.RootPolicyLabel)
@@ -52,6 +52,7 @@ func (h *hubBench) propagate(ctx context.Context, b *testing.B) row {
 		Seconds: elapsed,
 		Extra: []metric{
 			{Name: "writes/replica", Value: (d.total("policies") - float64(len(h.policies))) / float64(replicas)},
+			{Name: "refused writes", Value: d.refused()},
 			{Name: "root status writes", Value: d.total("policies/status")},
 			{Name: "hub peak RSS", Value: h.hub.peakRSS(), Unit: "MiB"},
 		},
@@ -82,7 +83,7 @@ func (h *hubBench) createRoots(ctx context.Context) error {
 // reflectStatuses writes every replica's status.compliant as agents would
 // and measures the time until every root lists every cluster as Compliant.
 // Its ceiling is the time the benchmark's own writers took for the updates.
-func (h *hubBench) reflectStatuses(ctx context.Context, b *testing.B) row {
+func (h *hubBench) reflectStatuses(ctx context.Context, b testing.TB) row {
 	b.Helper()
 	replicas := len(h.clusters) * len(h.policies)
 	before := h.writes(ctx, b)
@@ -137,13 +138,13 @@ func (h *hubBench) rootsCompliant(ctx context.Context) (bool, error) {
 
 // restart restarts canopy-hub with nothing changed and counts its writes
 // until its controllers have reconciled everything again.
-func (h *hubBench) restart(ctx context.Context, b *testing.B) row {
+func (h *hubBench) restart(ctx context.Context, b testing.TB) row {
 	b.Helper()
 	return measureRestart(ctx, b, h.hub, h.cp.Config, "hub", hubResources, propagator.ControllerName, rootstatus.ControllerName)
 }
 
 // writes reads the hub API server's write counters.
-func (h *hubBench) writes(ctx context.Context, b *testing.B) requests {
+func (h *hubBench) writes(ctx context.Context, b testing.TB) requests {
 	b.Helper()
 	w, err := countWrites(ctx, h.cp.Config)
 	if err != nil {

@@ -73,7 +73,7 @@ func BenchmarkHub(b *testing.B) {
 
 // startHubBench starts a hub API server, seeds the clusters and placements,
 // and starts canopy-hub.
-func startHubBench(ctx context.Context, b *testing.B) *hubBench {
+func startHubBench(ctx context.Context, b testing.TB) *hubBench {
 	b.Helper()
 	cp, err := controlplane.Start(ctx, "hub")
 	if err != nil {

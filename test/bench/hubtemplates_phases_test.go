@@ -29,7 +29,7 @@ import (
 
 // resolve creates the templated roots and their bindings and measures the
 // time until every replica exists and holds its cluster's setting.
-func (t *hubTemplatesBench) resolve(ctx context.Context, b *testing.B) row {
+func (t *hubTemplatesBench) resolve(ctx context.Context, b testing.TB) row {
 	b.Helper()
 	resolved, err := trackRunning(t.replicas, holdsSetting("v1"))
 	if err != nil {
@@ -53,6 +53,7 @@ func (t *hubTemplatesBench) resolve(ctx context.Context, b *testing.B) row {
 		Seconds: elapsed,
 		Extra: append([]metric{
 			{Name: "writes/replica", Value: (d.total("policies") - float64(len(t.policies))) / float64(t.replicaCount())},
+			{Name: "refused writes", Value: d.refused()},
 			{Name: "hub CPU", Value: t.hub.cpuSeconds() - cpu, Unit: "s"},
 			{Name: "hub peak RSS", Value: t.hub.peakRSS(), Unit: "MiB"},
 		}, t.configMapTraffic(ctx, b).since(traffic)...),
@@ -61,7 +62,7 @@ func (t *hubTemplatesBench) resolve(ctx context.Context, b *testing.B) row {
 
 // change writes every cluster's ConfigMap with a new setting and measures
 // the time from the first write until every replica holds its new setting.
-func (t *hubTemplatesBench) change(ctx context.Context, b *testing.B) row {
+func (t *hubTemplatesBench) change(ctx context.Context, b testing.TB) row {
 	b.Helper()
 	updated, err := trackRunning(t.replicas, holdsSetting("v2"))
 	if err != nil {
@@ -91,6 +92,7 @@ func (t *hubTemplatesBench) change(ctx context.Context, b *testing.B) row {
 		Extra: append([]metric{
 			{Name: "ConfigMap writers", Value: writers, Unit: "s"},
 			{Name: "writes/replica", Value: d.total("policies") / float64(t.replicaCount())},
+			{Name: "refused writes", Value: d.refused()},
 			{Name: "hub CPU", Value: t.hub.cpuSeconds() - cpu, Unit: "s"},
 			{Name: "hub peak RSS", Value: t.hub.peakRSS(), Unit: "MiB"},
 		}, t.configMapTraffic(ctx, b).since(traffic)...),
@@ -99,7 +101,7 @@ func (t *hubTemplatesBench) change(ctx context.Context, b *testing.B) row {
 
 // waitResolved waits until every replica holds its setting of generation
 // gen; while it waits, it says how far the replicas are.
-func (t *hubTemplatesBench) waitResolved(ctx context.Context, b *testing.B, resolved *seen, gen string) {
+func (t *hubTemplatesBench) waitResolved(ctx context.Context, b testing.TB, resolved *seen, gen string) {
 	b.Helper()
 	what := fmt.Sprintf("every replica to hold its %s setting", gen)
 	if err := waitFor(ctx, what, 200*time.Millisecond, func(context.Context) (bool, error) {
@@ -232,7 +234,7 @@ type apiTraffic struct {
 
 // configMapTraffic reads the ConfigMap traffic from the API server's
 // /metrics.
-func (t *hubTemplatesBench) configMapTraffic(ctx context.Context, b *testing.B) apiTraffic {
+func (t *hubTemplatesBench) configMapTraffic(ctx context.Context, b testing.TB) apiTraffic {
 	b.Helper()
 	traffic, err := readConfigMapTraffic(ctx, t.cp.Config)
 	if err != nil {

@@ -68,7 +68,7 @@ func BenchmarkHubTemplates(b *testing.B) {
 // startHubTemplatesBench starts a hub API server, seeds the clusters,
 // placements and the ConfigMaps the templates read, and starts canopy-hub
 // and the benchmark's watch of the replicas.
-func startHubTemplatesBench(ctx context.Context, b *testing.B) *hubTemplatesBench {
+func startHubTemplatesBench(ctx context.Context, b testing.TB) *hubTemplatesBench {
 	b.Helper()
 	cp, err := controlplane.Start(ctx, "hub")
 	if err != nil {
@@ -101,7 +101,7 @@ func startHubTemplatesBench(ctx context.Context, b *testing.B) *hubTemplatesBenc
 }
 
 // startHub starts canopy-hub and waits until it serves its metrics.
-func (t *hubTemplatesBench) startHub(ctx context.Context, b *testing.B) {
+func (t *hubTemplatesBench) startHub(ctx context.Context, b testing.TB) {
 	b.Helper()
 	var err error
 	t.hub, err = newProcess("canopy-hub", b.TempDir(), "--kubeconfig="+t.cp.KubeconfigPath, "--addon-manager=false")
@@ -124,7 +124,7 @@ func (t *hubTemplatesBench) startHub(ctx context.Context, b *testing.B) {
 // replica again (nothing survives a restart) and must write nothing. The
 // hub is stopped first, apart: with one watch per ConfigMap its exit takes
 // long enough to hide the restart in the row's time.
-func (t *hubTemplatesBench) restart(ctx context.Context, b *testing.B) row {
+func (t *hubTemplatesBench) restart(ctx context.Context, b testing.TB) row {
 	b.Helper()
 	traffic := t.configMapTraffic(ctx, b)
 	start := time.Now()

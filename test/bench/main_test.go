@@ -30,8 +30,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// scaleOverride, when above 0, is the scale instead of BENCH_SCALE (set by
+// TestCounts while it runs).
+var scaleOverride float64
+
 // scale is BENCH_SCALE, the factor applied to every count (default 1).
 func scale() float64 {
+	if scaleOverride > 0 {
+		return scaleOverride
+	}
 	s, err := strconv.ParseFloat(os.Getenv("BENCH_SCALE"), 64)
 	if err != nil || s <= 0 {
 		return 1

@@ -71,7 +71,7 @@ func BenchmarkRollout(b *testing.B) {
 // startRolloutBench starts a hub stage, adds the rollout Placement with its
 // decision groups, and starts the watch of the replicas that the simulated
 // agents report from.
-func startRolloutBench(ctx context.Context, b *testing.B) *rolloutBench {
+func startRolloutBench(ctx context.Context, b testing.TB) *rolloutBench {
 	b.Helper()
 	r := &rolloutBench{hubBench: startHubBench(ctx, b), reported: map[string]bool{}}
 	n, groups := len(r.clusters), min(rolloutGroups, len(r.clusters))
@@ -131,7 +131,7 @@ func rolledOutPolicy(template string) *policyv1.Policy {
 
 // rollOut creates the root and its binding and waits until every cluster
 // has it (not measured: the stage measures a change).
-func (r *rolloutBench) rollOut(ctx context.Context, b *testing.B, template string) {
+func (r *rolloutBench) rollOut(ctx context.Context, b testing.TB, template string) {
 	b.Helper()
 	r.setTemplate(template)
 	held, err := trackRunning(r.replicas, holdsTemplate(template))
@@ -149,7 +149,7 @@ func (r *rolloutBench) rollOut(ctx context.Context, b *testing.B, template strin
 
 // change changes the root's template and measures the time until the last
 // decision group has the new spec, and when each group was done.
-func (r *rolloutBench) change(ctx context.Context, b *testing.B) row {
+func (r *rolloutBench) change(ctx context.Context, b testing.TB) row {
 	b.Helper()
 	held, err := trackRunning(r.replicas, holdsTemplate("rollout-v2"))
 	if err != nil {
@@ -176,6 +176,7 @@ func (r *rolloutBench) change(ctx context.Context, b *testing.B) row {
 		Extra: []metric{
 			{Name: "first group", Value: first, Unit: "s"},
 			{Name: "replica writes", Value: d.total("policies") - 1},
+			{Name: "refused writes", Value: d.refused()},
 			{Name: "root status writes", Value: d.total("policies/status") - float64(len(r.clusters))},
 			{Name: "hub peak RSS", Value: r.hub.peakRSS(), Unit: "MiB"},
 		},
@@ -195,7 +196,7 @@ func (r *rolloutBench) groupDone(held *seen, g int) time.Time {
 }
 
 // waitHeld waits until every cluster's replica has the template.
-func (r *rolloutBench) waitHeld(ctx context.Context, b *testing.B, held *seen, template string) {
+func (r *rolloutBench) waitHeld(ctx context.Context, b testing.TB, held *seen, template string) {
 	b.Helper()
 	if err := waitFor(ctx, "every replica to have "+template, 200*time.Millisecond, func(context.Context) (bool, error) {
 		if n := held.count(); n < len(r.clusters) {
@@ -217,7 +218,7 @@ func (r *rolloutBench) setTemplate(template string) {
 // agentReport reports a replica that has the current spec Compliant, once,
 // as its agent would after evaluating it: status.compliant, a history entry
 // made now, and the replica's generation as evaluated.
-func (r *rolloutBench) agentReport(ctx context.Context, b *testing.B, obj any) {
+func (r *rolloutBench) agentReport(ctx context.Context, b testing.TB, obj any) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return

@@ -129,7 +129,7 @@ func settled(states map[string]queueState, controllers []string) bool {
 // measureRestart restarts p with nothing changed and measures the time until
 // its controllers have settled and the writes of resources it made on the
 // API server of cfg meanwhile (the goal is none).
-func measureRestart(ctx context.Context, b *testing.B, p *process, cfg *rest.Config, stage string, resources []string, controllers ...string) row {
+func measureRestart(ctx context.Context, b testing.TB, p *process, cfg *rest.Config, stage string, resources []string, controllers ...string) row {
 	b.Helper()
 	// The stage before ends when its objects exist; the process may still
 	// have work queued (a status that trails them). Nothing changed means
@@ -171,6 +171,7 @@ func measureRestart(ctx context.Context, b *testing.B, p *process, cfg *rest.Con
 		Seconds: settledAt.Sub(start).Seconds(),
 		Extra: []metric{
 			{Name: "writes", Value: d.total(resources...)},
+			{Name: "refused writes", Value: d.refused()},
 			{Name: "reads", Value: reads.total()},
 			{Name: "peak RSS", Value: p.peakRSS(), Unit: "MiB"},
 		},

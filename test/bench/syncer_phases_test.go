@@ -20,7 +20,7 @@ import (
 
 // coldStart starts the agent with the HierarchyPolicy already there and
 // measures the time until every namespace and inherited object exists.
-func (s *syncerBench) coldStart(ctx context.Context, b *testing.B) row {
+func (s *syncerBench) coldStart(ctx context.Context, b testing.TB) row {
 	b.Helper()
 	cfg := s.env.Cluster(syncerCluster).Config
 	selector := hierarchyv1alpha1.PolicyLabel + "=" + syncerPolicy
@@ -67,6 +67,7 @@ func (s *syncerBench) coldStart(ctx context.Context, b *testing.B) row {
 		Seconds: converged.Sub(start).Seconds(),
 		Extra: []metric{
 			{Name: "writes/object", Value: d.total("namespaces", "configmaps") / float64(n*(inheritedObjects+1))},
+			{Name: "refused writes", Value: d.refused()},
 			{Name: "reads/namespace", Value: reads.total() / float64(n)},
 			{Name: "agent peak RSS", Value: s.agent.peakRSS(), Unit: "MiB"},
 		},
@@ -75,7 +76,7 @@ func (s *syncerBench) coldStart(ctx context.Context, b *testing.B) row {
 
 // restart restarts the agent with nothing changed and counts its writes
 // until the syncer has reconciled everything again.
-func (s *syncerBench) restart(ctx context.Context, b *testing.B) row {
+func (s *syncerBench) restart(ctx context.Context, b testing.TB) row {
 	b.Helper()
 	cfg := s.env.Cluster(syncerCluster).Config
 	s.logStatusWrites(ctx, b, cfg)
@@ -86,7 +87,7 @@ func (s *syncerBench) restart(ctx context.Context, b *testing.B) row {
 
 // logStatusWrites logs what changes in every HierarchyPolicy status the
 // syncer writes from now on, so that a restart's writes (goal 0) say why.
-func (s *syncerBench) logStatusWrites(ctx context.Context, b *testing.B, cfg *rest.Config) {
+func (s *syncerBench) logStatusWrites(ctx context.Context, b testing.TB, cfg *rest.Config) {
 	b.Helper()
 	informer, err := dynamicInformer(cfg, hierarchyv1alpha1.GroupVersion.WithResource("hierarchypolicies"))
 	if err != nil {
@@ -122,16 +123,16 @@ func (s *syncerBench) logStatusWrites(ctx context.Context, b *testing.B, cfg *re
 }
 
 // writes reads the managed API server's write counters.
-func (s *syncerBench) writes(ctx context.Context, b *testing.B) requests {
+func (s *syncerBench) writes(ctx context.Context, b testing.TB) requests {
 	return s.requests(ctx, b, isWrite)
 }
 
 // reads reads the managed API server's read counters.
-func (s *syncerBench) reads(ctx context.Context, b *testing.B) requests {
+func (s *syncerBench) reads(ctx context.Context, b testing.TB) requests {
 	return s.requests(ctx, b, isRead)
 }
 
-func (s *syncerBench) requests(ctx context.Context, b *testing.B, counts func(verb string) bool) requests {
+func (s *syncerBench) requests(ctx context.Context, b testing.TB, counts func(verb string) bool) requests {
 	b.Helper()
 	w, err := countRequests(ctx, s.env.Cluster(syncerCluster).Config, counts)
 	if err != nil {

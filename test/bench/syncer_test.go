@@ -68,7 +68,7 @@ func BenchmarkSyncer(b *testing.B) {
 
 // startSyncerBench starts a hub and a managed cluster, and creates the
 // HierarchyPolicy; the agent is prepared but not started.
-func startSyncerBench(ctx context.Context, b *testing.B) *syncerBench {
+func startSyncerBench(ctx context.Context, b testing.TB) *syncerBench {
 	b.Helper()
 	env, err := testenv.Start(ctx, testenv.Options{ManagedClusters: []string{syncerCluster}})
 	if err != nil {
