@@ -86,6 +86,10 @@ BENCH_TIMEOUT ?= 60m
 bench: envtest-assets ocm-assets build ## Measure propagation, hub templates, dependency latency and syncer convergence at fleet scale (BENCH_SCALE=0.1 for a quick run).
 	BENCH_SCALE=$(BENCH_SCALE) go test -run '^$$' -bench . -benchtime 1x -timeout $(BENCH_TIMEOUT) -count=1 -v ./test/bench/
 
+.PHONY: bench-compare
+bench-compare: ## Print how each bench row changed: make bench-compare OLD=before.json[,before2.json] NEW=bench-results.json.
+	go run ./hack/benchcompare -old "$(OLD)" -new "$(NEW)"
+
 .PHONY: captures
 captures: envtest-assets ## Regenerate the docs' captures (dashboard screenshots and answers, rollout status) into docs/captures from real test runs.
 	CANOPY_CAPTURE_DIR=$(CURDIR)/docs/captures go test -count=1 -run 'TestDashboard|TestRolloutPolicySetAsUnit|TestRolloutPolicySetStopsOnMemberFailure' ./pkg/hub/dashboard ./pkg/hub/propagator
