@@ -148,7 +148,7 @@ func TestBuildSubscription(t *testing.T) {
 			p := &policyv1beta1.OperatorPolicy{Spec: policyv1beta1.OperatorPolicySpec{
 				RemediationAction: policyv1.RemediationAction(tc.action), UpgradeApproval: tc.approval,
 				Subscription: runtime.RawExtension{Raw: []byte(tc.sub)}}}
-			sub, err := buildSubscription(p, tc.versions)
+			sub, err := buildSubscription(p, p.Spec.Subscription.Raw, tc.versions)
 			if tc.err != "" {
 				g.Expect(err).To(MatchError(tc.err))
 				return
