@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,10 +14,14 @@ import (
 )
 
 // operatorLabel is the label OLM puts on an operator's objects, for the
-// Subscription name in namespace (cut as OLM cuts it is not needed here:
-// test names are short).
+// Subscription name in namespace: "<name>.<namespace>" cut to 63
+// characters, without trailing '.', '_' or '-', as OLM cuts it.
 func operatorLabel(name, namespace string) string {
-	return "operators.coreos.com/" + name + "." + namespace
+	label := name + "." + namespace
+	if len(label) > 63 {
+		label = strings.TrimRight(label[:63], "._-")
+	}
+	return "operators.coreos.com/" + label
 }
 
 // target is the CSV a Subscription should have, or a resolution failure
