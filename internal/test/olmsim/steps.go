@@ -351,7 +351,7 @@ func (s *Simulator) Copy(ctx context.Context, ns, name, to string) error {
 			return err
 		}
 		return s.writeStatus(ctx, cp, map[string]any{"phase": "Succeeded", "reason": "Copied",
-			"message": "The operator is running in " + ns + " but is managing this namespace",
+			"message":            "The operator is running in " + ns + " but is managing this namespace",
 			"lastTransitionTime": now(), "lastUpdateTime": now()})
 	})
 }
