@@ -259,9 +259,8 @@ type OperatorPolicyStatus struct {
 	// +optional
 	OverlappingPolicies []string `json:"overlappingPolicies,omitempty"`
 
-	// History is the most recent compliance messages, the newest first;
-	// the agent's --operator-policy-status-history-length bounds it (10 by
-	// default).
+	// History is the most recent compliance messages, the newest first,
+	// one per change; the agent keeps 10 unless configured otherwise.
 	//
 	// +optional
 	History []HistoryEvent `json:"history,omitempty"`
