@@ -296,3 +296,32 @@ func (f *fixture) listIn(g Gomega, gvk schema.GroupVersionKind, ns string) []str
 	}
 	return names
 }
+
+// TestOverlappingPolicies: two enforced policies managing one
+// Subscription are both invalid and list each other in
+// status.overlappingPolicies; when one goes, the other recovers. The
+// message is operatorpolicy_controller.go's (checkSubOverlap).
+func TestOverlappingPolicies(t *testing.T) {
+	f := newFixture(t, "tsadi", "v1")
+	first := f.policy(fmt.Sprintf(musthave, "enforce", "None", "[]"))
+	f.g.Eventually(f.message("install"), eventually, poll).Should(HavePrefix("Compliant; "))
+	f.policy(`
+metadata: {name: again}
+spec:
+  remediationAction: enforce
+  complianceType: musthave
+  upgradeApproval: None
+  subscription: {namespace: $NS, name: $PKG, channel: stable, source: catalog, sourceNamespace: $NS}
+`)
+	both := []string{"again." + f.ns, "install." + f.ns}
+	want := "NonCompliant; the specified operator is managed by multiple enforced policies (" +
+		both[0] + ", " + both[1] + ")"
+	for _, name := range []string{"install", "again"} {
+		f.g.Eventually(f.message(name), eventually, poll).Should(Equal(want), name)
+		f.g.Eventually(func(g Gomega) []string { return f.status(name)(g).OverlappingPolicies },
+			eventually, poll).Should(Equal(both), name)
+	}
+	f.g.Expect(f.c.Delete(t.Context(), first)).To(Succeed())
+	f.g.Eventually(f.message("again"), eventually, poll).Should(HavePrefix("Compliant; "))
+	f.g.Expect(f.status("again")(f.g).OverlappingPolicies).To(BeEmpty())
+}
