@@ -325,3 +325,53 @@ spec:
 	f.g.Eventually(f.message("again"), eventually, poll).Should(HavePrefix("Compliant; "))
 	f.g.Expect(f.status("again")(f.g).OverlappingPolicies).To(BeEmpty())
 }
+
+// TestTemplatedSubscription: subscription and operatorGroup are
+// managed-cluster templates too, as operatorpolicy_controller.go
+// (buildSubscription, buildOperatorGroup) resolves them; with the
+// disable-templates annotation they are taken literally.
+func TestTemplatedSubscription(t *testing.T) {
+	f := newFixture(t, "resh", "v1")
+	values := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "values"},
+		Data: map[string]string{"channel": "stable", "og": "templated-og"}}
+	f.g.Expect(f.c.Create(t.Context(), values)).To(Succeed())
+	f.policy(`
+metadata: {name: install}
+spec:
+  remediationAction: enforce
+  complianceType: musthave
+  upgradeApproval: None
+  operatorGroup:
+    name: '{{ (lookup "v1" "ConfigMap" "$NS" "values").data.og }}'
+    namespace: $NS
+    targetNamespaces: [$NS]
+  subscription:
+    namespace: $NS
+    name: $PKG
+    channel: '{{ (lookup "v1" "ConfigMap" "$NS" "values").data.channel }}'
+    source: catalog
+    sourceNamespace: $NS
+`)
+	f.g.Eventually(f.message("install"), eventually, poll).Should(And(HavePrefix("Compliant; "),
+		ContainSubstring("ClusterServiceVersion (resh.v1) - install strategy completed with no errors")))
+	f.g.Expect(f.list(olmsim.OperatorGroupGVK)(f.g)).To(ConsistOf("templated-og"))
+	f.g.Expect(field(f.object(olmsim.SubscriptionGVK, "resh")(f.g), "spec", "channel")).To(Equal("stable"))
+
+	f.policy(`
+metadata:
+  name: literal
+  annotations: {policy.open-cluster-management.io/disable-templates: "true"}
+spec:
+  remediationAction: inform
+  complianceType: musthave
+  upgradeApproval: None
+  subscription:
+    namespace: $NS
+    name: $PKG
+    channel: '{{ (lookup "v1" "ConfigMap" "$NS" "values").data.channel }}'
+    source: catalog
+    sourceNamespace: $NS
+`)
+	f.g.Eventually(f.condition("literal", CondSubscription), eventually, poll).Should(
+		Equal("the Subscription found on the cluster does not match the policy"))
+}
