@@ -136,7 +136,8 @@ type ComplianceConfig struct {
 	// +kubebuilder:default=Compliant
 	UpgradesAvailable ComplianceConfigAction `json:"upgradesAvailable,omitempty"`
 
-	// DeprecationsPresent is for a deprecated package, channel or bundle;
+	// DeprecationsPresent is for a deprecated package, channel or bundle
+	// (the NoDeprecations condition, read from the PackageManifest);
 	// Compliant by default.
 	//
 	// +optional
@@ -144,7 +145,8 @@ type ComplianceConfig struct {
 	DeprecationsPresent ComplianceConfigAction `json:"deprecationsPresent,omitempty"`
 
 	// MinorChannelUpgradeAvailable is for a newer minor-version channel
-	// than the subscribed one; Compliant by default.
+	// than the subscribed one (the MinorChannelUpgradeAvailable condition,
+	// checked when upgradeApproval is Automatic); Compliant by default.
 	//
 	// +optional
 	// +kubebuilder:default=Compliant
@@ -188,8 +190,9 @@ type OperatorPolicySpec struct {
 	Subscription runtime.RawExtension `json:"subscription"`
 
 	// Versions are the ClusterServiceVersion names that are compliant, and
-	// whose InstallPlans are approved under enforce; an entry may hold
-	// several, separated by commas. Empty allows every version.
+	// whose InstallPlans are approved under enforce. An entry may be a
+	// managed-cluster template and may hold several names separated by
+	// commas; blank entries are ignored. Empty allows every version.
 	//
 	// +optional
 	Versions []string `json:"versions,omitempty"`
@@ -255,6 +258,25 @@ type OperatorPolicyStatus struct {
 	//
 	// +optional
 	OverlappingPolicies []string `json:"overlappingPolicies,omitempty"`
+
+	// History is the most recent compliance messages, the newest first,
+	// one per change; the agent keeps 10 unless configured otherwise.
+	//
+	// +optional
+	History []HistoryEvent `json:"history,omitempty"`
+}
+
+// HistoryEvent is the policy's compliance message since a time.
+type HistoryEvent struct {
+	// LastTimestamp is when the message was first reported.
+	//
+	// +optional
+	LastTimestamp metav1.MicroTime `json:"lastTimestamp,omitempty"`
+
+	// Message is the Compliant condition's message.
+	//
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // Condition returns the condition of type t, and whether there is one.

@@ -18,10 +18,20 @@
 //   - a Subscription to an unknown package, channel or catalog gets OLM's
 //     ResolutionFailed condition (ConstraintsNotSatisfiable);
 //   - publishing a newer CSV in a channel (Publish) upgrades the
-//     Subscriptions of that channel through a new InstallPlan.
+//     Subscriptions of that channel through a new InstallPlan;
+//   - a package that requires others (Package.Dependencies) is installed
+//     with them: its InstallPlan lists their CSVs too, its
+//     status.bundleLookups carry each bundle's olm.package and
+//     olm.package.required properties, and each dependency gets a
+//     Subscription of its own, as OLM makes them;
+//   - Copy copies a CSV into another namespace as OLM does for an operator
+//     installed in AllNamespaces mode (label olm.copiedFrom, reason Copied).
 //
 // Each catalog package has a CatalogSource (READY) and a PackageManifest
-// (a CRD here; an aggregated API in OLM). The simulator runs no operator:
+// (a CRD here; an aggregated API in OLM) with its channels, their entries
+// (the head first) and the deprecations of the package, its channels and
+// its bundles. CSVs carry OLM's operatorframework.io/properties
+// annotation, which names their package. The simulator runs no operator:
 // CSVs have no Deployments. It polls the API server, which is enough for
 // tests; deleting what a Subscription installed is left to its owner, as in
 // OLM.

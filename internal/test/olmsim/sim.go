@@ -42,6 +42,19 @@ type Package struct {
 	Channels map[string][]string
 	// SuggestedNamespace is the namespace the PackageManifest suggests.
 	SuggestedNamespace string
+	// Dependencies are the packages this one requires: an InstallPlan for
+	// it installs the head of their default channel too, and the
+	// dependencies get Subscriptions of their own, as in OLM.
+	Dependencies []string
+	// Deprecation is the package's deprecation message in the
+	// PackageManifest; empty when it is not deprecated.
+	Deprecation string
+	// ChannelDeprecations are the deprecation messages of channels, by
+	// channel name.
+	ChannelDeprecations map[string]string
+	// BundleDeprecations are the deprecation messages of bundles, by CSV
+	// name.
+	BundleDeprecations map[string]string
 }
 
 // Simulator moves OLM's objects on one cluster (see the package doc).
@@ -110,13 +123,28 @@ func (s *Simulator) writePackageManifest(ctx context.Context, p *Package) error 
 	var channels []any
 	for _, name := range slices.Sorted(maps.Keys(p.Channels)) {
 		csvs := p.Channels[name]
-		channels = append(channels, map[string]any{"name": name, "currentCSV": csvs[len(csvs)-1],
+		entries := make([]any, 0, len(csvs))
+		for _, csv := range slices.Backward(csvs) { // OLM lists the head first
+			entry := map[string]any{"name": csv}
+			if msg, ok := p.BundleDeprecations[csv]; ok {
+				entry["deprecation"] = map[string]any{"message": msg}
+			}
+			entries = append(entries, entry)
+		}
+		channel := map[string]any{"name": name, "currentCSV": csvs[len(csvs)-1], "entries": entries,
 			"currentCSVDesc": map[string]any{"annotations": map[string]any{
-				"operatorframework.io/suggested-namespace": p.SuggestedNamespace}}})
+				"operatorframework.io/suggested-namespace": p.SuggestedNamespace}}}
+		if msg, ok := p.ChannelDeprecations[name]; ok {
+			channel["deprecation"] = map[string]any{"message": msg}
+		}
+		channels = append(channels, channel)
 	}
 	pm := newObject(PackageManifestGVK, PackageManifestNamespace, p.Name)
 	pm.Object["status"] = map[string]any{"packageName": p.Name, "catalogSource": p.Catalog,
 		"catalogSourceNamespace": p.CatalogNamespace, "defaultChannel": p.DefaultChannel, "channels": channels}
+	if p.Deprecation != "" {
+		pm.Object["status"].(map[string]any)["deprecation"] = map[string]any{"message": p.Deprecation}
+	}
 	err := s.Client.Create(ctx, pm)
 	if apierrors.IsAlreadyExists(err) {
 		old := newObject(PackageManifestGVK, PackageManifestNamespace, p.Name)

@@ -2,19 +2,26 @@ package olmsim
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // operatorLabel is the label OLM puts on an operator's objects, for the
-// Subscription name in namespace (cut as OLM cuts it is not needed here:
-// test names are short).
+// Subscription name in namespace: "<name>.<namespace>" cut to 63
+// characters, without trailing '.', '_' or '-', as OLM cuts it.
 func operatorLabel(name, namespace string) string {
-	return "operators.coreos.com/" + name + "." + namespace
+	label := name + "." + namespace
+	if len(label) > 63 {
+		label = strings.TrimRight(label[:63], "._-")
+	}
+	return "operators.coreos.com/" + label
 }
 
 // target is the CSV a Subscription should have, or a resolution failure
@@ -92,19 +99,102 @@ func (s *Simulator) newInstallPlan(ctx context.Context, sub *unstructured.Unstru
 	if approval == "" {
 		approval = "Automatic"
 	}
+	pkg, _, _ := unstructured.NestedString(sub.Object, "spec", "name")
+	bundles := s.bundles(pkg, csv)
+	csvs, lookups := make([]any, 0, len(bundles)), make([]any, 0, len(bundles))
+	for _, b := range bundles {
+		csvs = append(csvs, b.csv)
+		lookups = append(lookups, map[string]any{"identifier": b.csv, "properties": b.properties()})
+	}
 	ip := newObject(InstallPlanGVK, sub.GetNamespace(), fmt.Sprintf("install-%s-%d", sub.GetName(), generation))
 	ip.SetLabels(map[string]string{operatorLabel(sub.GetName(), sub.GetNamespace()): ""})
-	ip.Object["spec"] = map[string]any{"clusterServiceVersionNames": []any{csv}, "approval": approval,
+	ip.Object["spec"] = map[string]any{"clusterServiceVersionNames": csvs, "approval": approval,
 		"approved": approval == "Automatic", "generation": generation}
 	if err := s.Client.Create(ctx, ip); err != nil {
 		return nil, err
+	}
+	for _, b := range bundles[1:] {
+		if err := s.dependencySubscription(ctx, sub, ip, b); err != nil {
+			return nil, err
+		}
 	}
 	phase := "RequiresApproval"
 	if approval == "Automatic" {
 		phase = "Installing"
 	}
 	return ip, s.writeStatus(ctx, ip, map[string]any{"phase": phase,
-		"catalogSources": []any{}, "bundleLookups": []any{}})
+		"catalogSources": []any{}, "bundleLookups": lookups})
+}
+
+// bundle is one bundle an InstallPlan resolves: a CSV, its package and
+// the packages it requires.
+type bundle struct {
+	csv, pkg string
+	requires []string
+}
+
+// properties are the bundle's properties as OLM writes them in an
+// InstallPlan's status.bundleLookups: a JSON string of olm.package and
+// olm.package.required properties.
+func (b bundle) properties() string {
+	props := []any{map[string]any{"type": "olm.package", "value": map[string]any{"packageName": b.pkg, "version": "1.0.0"}}}
+	for _, r := range b.requires {
+		props = append(props, map[string]any{"type": "olm.package.required",
+			"value": map[string]any{"packageName": r, "versionRange": ">=0.0.0"}})
+	}
+	data, _ := json.Marshal(map[string]any{"properties": props}) // maps and strings
+	return string(data)
+}
+
+// bundles are what installing csv of pkg resolves to: its bundle first,
+// then the head of the default channel of each package it requires,
+// transitively.
+func (s *Simulator) bundles(pkg, csv string) []bundle {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []bundle{{csv: csv, pkg: pkg}}
+	seen := map[string]bool{pkg: true}
+	for i := 0; i < len(out); i++ {
+		p := s.packages[out[i].pkg]
+		if p == nil {
+			continue
+		}
+		out[i].requires = p.Dependencies
+		for _, dep := range p.Dependencies {
+			d := s.packages[dep]
+			if seen[dep] || d == nil || len(d.Channels[d.DefaultChannel]) == 0 {
+				continue
+			}
+			seen[dep] = true
+			head := d.Channels[d.DefaultChannel][len(d.Channels[d.DefaultChannel])-1]
+			out = append(out, bundle{csv: head, pkg: dep})
+		}
+	}
+	return out
+}
+
+// dependencySubscription creates the Subscription OLM makes for a
+// dependency b of the Subscription sub, resolved by the InstallPlan ip:
+// named <package>-<channel>-<catalog>-<catalog namespace>, with ip as its
+// InstallPlan and b's CSV as its current one.
+func (s *Simulator) dependencySubscription(ctx context.Context, sub, ip *unstructured.Unstructured, b bundle) error {
+	s.mu.Lock()
+	p := *s.packages[b.pkg]
+	s.mu.Unlock()
+	name := fmt.Sprintf("%s-%s-%s-%s", b.pkg, p.DefaultChannel, p.Catalog, p.CatalogNamespace)
+	dep := newObject(SubscriptionGVK, sub.GetNamespace(), name)
+	approval, _, _ := unstructured.NestedString(sub.Object, "spec", "installPlanApproval")
+	dep.Object["spec"] = map[string]any{"name": b.pkg, "channel": p.DefaultChannel, "source": p.Catalog,
+		"sourceNamespace": p.CatalogNamespace, "installPlanApproval": approval}
+	if err := s.Client.Create(ctx, dep); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	return s.writeStatus(ctx, dep, map[string]any{"currentCSV": b.csv, "state": "UpgradePending", "lastUpdated": now(),
+		"installPlanRef": map[string]any{"name": ip.GetName(), "namespace": ip.GetNamespace(),
+			"kind": "InstallPlan", "apiVersion": InstallPlanGVK.GroupVersion().String()}})
 }
 
 // installPlan moves an InstallPlan on: approved → Installing; Installing →
@@ -145,6 +235,8 @@ func (s *Simulator) install(ctx context.Context, ns, csv string) error {
 		}
 		obj := newObject(CSVGVK, ns, csv)
 		obj.SetLabels(map[string]string{operatorLabel(sub.GetName(), ns): ""})
+		pkg, _, _ := unstructured.NestedString(sub.Object, "spec", "name")
+		obj.SetAnnotations(map[string]string{PropertiesAnnotation: bundle{csv: csv, pkg: pkg}.properties()})
 		obj.Object["spec"] = map[string]any{"displayName": csv, "install": map[string]any{"strategy": "deployment",
 			"spec": map[string]any{"deployments": []any{}}}}
 		if err := s.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -221,4 +313,45 @@ func (s *Simulator) writeStatus(ctx context.Context, obj *unstructured.Unstructu
 func asMap(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
+}
+
+// PropertiesAnnotation is the annotation of a CSV that holds its bundle's
+// properties (olm.package names its package).
+const PropertiesAnnotation = "operatorframework.io/properties"
+
+// CopiedFromLabel marks a CSV OLM copied into a namespace an operator
+// installed in AllNamespaces mode watches; its value is the namespace of
+// the operator.
+const CopiedFromLabel = "olm.copiedFrom"
+
+// Copy copies the CSV name of namespace ns into namespace to, as OLM does
+// for an operator installed in AllNamespaces mode: labelled olm.copiedFrom,
+// with the Succeeded phase and reason Copied. The copy is not moved on by
+// the simulator.
+func (s *Simulator) Copy(ctx context.Context, ns, name, to string) error {
+	orig := newObject(CSVGVK, ns, name)
+	if err := s.Client.Get(ctx, client.ObjectKeyFromObject(orig), orig); err != nil {
+		return fmt.Errorf("reading the CSV %s/%s to copy: %w", ns, name, err)
+	}
+	cp := newObject(CSVGVK, to, name)
+	labels := orig.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[CopiedFromLabel] = ns
+	cp.SetLabels(labels)
+	cp.SetAnnotations(orig.GetAnnotations())
+	cp.Object["spec"] = orig.Object["spec"]
+	if err := s.Client.Create(ctx, cp); err != nil {
+		return fmt.Errorf("copying the CSV %s/%s to %s: %w", ns, name, to, err)
+	}
+	// Note: Run may step the new copy before its status is written.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(cp), cp); err != nil {
+			return err
+		}
+		return s.writeStatus(ctx, cp, map[string]any{"phase": "Succeeded", "reason": "Copied",
+			"message":            "The operator is running in " + ns + " but is managing this namespace",
+			"lastTransitionTime": now(), "lastUpdateTime": now()})
+	})
 }

@@ -56,11 +56,12 @@ func versionAllowed(versions []string, startingCSV, name string) bool {
 
 // buildSubscription reads spec.subscription: its namespace, its name (the
 // package, which names the Subscription) and the rest of OLM's
-// SubscriptionSpec. installPlanApproval is the policy's to decide: Manual,
+// SubscriptionSpec, from subscription (spec.subscription, its templates
+// resolved). installPlanApproval is the policy's to decide: Manual,
 // unless an enforced policy approves every version automatically.
-func buildSubscription(policy *policyv1beta1.OperatorPolicy, versions []string) (*desiredSub, error) {
+func buildSubscription(policy *policyv1beta1.OperatorPolicy, subscription []byte, versions []string) (*desiredSub, error) {
 	raw := map[string]any{}
-	if err := json.Unmarshal(policy.Spec.Subscription.Raw, &raw); err != nil {
+	if err := json.Unmarshal(subscription, &raw); err != nil {
 		return nil, fmt.Errorf("the policy spec.subscription is invalid: %w", err)
 	}
 	name, ok := raw["name"].(string)
@@ -89,14 +90,27 @@ func buildSubscription(policy *policyv1beta1.OperatorPolicy, versions []string) 
 	return sub, nil
 }
 
-// buildOperatorGroup reads spec.operatorGroup for the namespace of the
-// Subscription.
-func buildOperatorGroup(policy *policyv1beta1.OperatorPolicy, namespace string) (*desiredOpGroup, error) {
-	if policy.Spec.OperatorGroup == nil {
+// buildOperatorGroup reads spec.operatorGroup, its templates resolved, for
+// the namespace of the Subscription.
+func (e *evaluation) buildOperatorGroup(namespace string) (*desiredOpGroup, error) {
+	if e.policy.Spec.OperatorGroup == nil {
+		return buildOperatorGroup(nil, namespace)
+	}
+	raw, err := e.resolveRaw(e.policy.Spec.OperatorGroup.Raw)
+	if err != nil {
+		return nil, fmt.Errorf("could not build operator group: %w", err)
+	}
+	return buildOperatorGroup(raw, namespace)
+}
+
+// buildOperatorGroup reads operatorGroup (spec.operatorGroup, nil when the
+// policy has none) for the namespace of the Subscription.
+func buildOperatorGroup(operatorGroup []byte, namespace string) (*desiredOpGroup, error) {
+	if operatorGroup == nil {
 		return &desiredOpGroup{generateName: namespace + "-", namespace: namespace}, nil
 	}
 	raw := map[string]any{}
-	if err := json.Unmarshal(policy.Spec.OperatorGroup.Raw, &raw); err != nil {
+	if err := json.Unmarshal(operatorGroup, &raw); err != nil {
 		return nil, fmt.Errorf("the policy spec.operatorGroup is invalid: %w", err)
 	}
 	if ns, _ := raw["namespace"].(string); ns != "" && ns != namespace && namespace != "" {

@@ -50,6 +50,13 @@ type Reconciler struct {
 	ManagedReader client.Reader
 	// Recorder records compliance events on the parent Policies.
 	Recorder *compliance.Recorder
+	// TemplateFuncDenylist are the template functions the policies'
+	// managed-cluster templates (in versions, subscription and
+	// operatorGroup) may not call, besides those the library always
+	// denies.
+	TemplateFuncDenylist []string
+	// MaxHistoryLength bounds status.history; below 1 it is 10, as in OCM.
+	MaxHistoryLength int
 
 	// base is what every evaluator shares: the start and end of Reconcile,
 	// the dynamic client and the watcher's lifecycle.
@@ -94,6 +101,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1beta1.
 		return ctrl.Result{}, err
 	}
 	errs := []error{err}
+	recordHistory(policy, r.MaxHistoryLength)
 	ctrl.LoggerFrom(ctx).V(4).Info("Evaluated", "policy", klog.KObj(policy), "compliant", policy.Status.ComplianceState)
 	if policy.Status.ComplianceState != "" {
 		errs = append(errs, r.Recorder.RecordTemplate(ctx, r.ManagedClient, policy,
@@ -119,7 +127,8 @@ func (r *Reconciler) evaluate(ctx context.Context, policy *policyv1beta1.Operato
 	}
 	defer end()
 	e := &evaluation{policy: policy, read: cached(watchReader{watcher: r.base.Watches.Watcher(), id: id}), dynamic: r.base.Dynamic,
-		opGroupLocks: &r.opGroupLocks, policies: r.ManagedClient, now: metav1.NewTime(r.now().Truncate(time.Second))}
+		opGroupLocks: &r.opGroupLocks, policies: r.ManagedClient, now: metav1.NewTime(r.now().Truncate(time.Second)),
+		templates: &templateResolver{watcher: r.base.Watches.Watcher(), id: id, denylist: r.TemplateFuncDenylist}}
 	err = e.run(ctx)
 	evaluated(policy)
 	return e, err

@@ -8,27 +8,39 @@
 // status: compliant, conditions (ValidPolicySpec, OperatorGroupCompliant,
 // SubscriptionCompliant, InstallPlanCompliant,
 // ClusterServiceVersionCompliant, CustomResourceDefinitionCompliant,
-// DeploymentCompliant, CatalogSourcesUnhealthy, and Compliant, whose
-// message sums up the others: "Compliant; the policy spec is valid, the
-// OperatorGroup matches what is required by the policy, ..."),
-// relatedObjects, resolvedSubscriptionLabel, overlappingPolicies and
+// DeploymentCompliant, CatalogSourcesUnhealthy, NoDeprecations,
+// MinorChannelUpgradeAvailable, and Compliant, whose message sums up the
+// others: "Compliant; the policy spec is valid, the OperatorGroup matches
+// what is required by the policy, ..."; NoDeprecations and
+// MinorChannelUpgradeAvailable count only as complianceConfig says),
+// relatedObjects, resolvedSubscriptionLabel, overlappingPolicies, history
+// (the Compliant messages, newest first, MaxHistoryLength of them) and
 // observedGeneration. It records compliance events on the parent Policy
 // through pkg/compliance, one per change (the Compliant message without
 // its state), with the OperatorPolicy as the related object.
 //
 // The evaluator reads and writes OLM's objects as unstructured objects
 // (Canopy does not link OLM's API): OperatorGroup, Subscription,
-// InstallPlan, ClusterServiceVersion, CatalogSource and, for the defaults
-// of a Subscription that names no channel or catalog, PackageManifest. It
-// never does OLM's work. A musthave policy under enforce creates the
+// InstallPlan, ClusterServiceVersion, CatalogSource and PackageManifest
+// (the defaults of a Subscription that names no channel or catalog, the
+// deprecations, the newer channels). It never does OLM's work. A musthave policy under enforce creates the
 // OperatorGroup (an AllNamespaces one when the policy names none and the
 // namespace has none) and the Subscription (installPlanApproval Manual,
 // unless upgradeApproval is Automatic and versions is empty), then approves
 // the InstallPlan of the first installation, and of upgrades when
 // upgradeApproval is Automatic, only for the versions listed in versions
-// (or the Subscription's startingCSV). Under inform it only reports. A
-// mustnothave policy under enforce deletes the Subscription, the CSVs, the
-// OperatorGroup and the CRDs as removalBehavior says.
+// (or the Subscription's startingCSV), together with the CSVs of the
+// packages the operator requires (read from the InstallPlan's bundle
+// lookups). Under inform it only reports. A mustnothave policy under
+// enforce deletes the Subscription, the CSVs, the OperatorGroup and the
+// CRDs as removalBehavior says. An operator wanted in AllNamespaces mode
+// that is installed in another namespace already (OLM copied its CSV into
+// this one) is reported as such, and no Subscription is made for it.
+//
+// versions, subscription and operatorGroup may hold managed-cluster
+// templates (go-template-utils, as OCM resolves them; the
+// disable-templates annotation turns them off); what they read is
+// watched.
 //
 // Reads go through github.com/stolostron/kubernetes-dependency-watches
 // (pkg/depwatch), which re-evaluates a policy when one of the objects it
@@ -36,11 +48,10 @@
 // the API server and a policy waiting on one is evaluated again every
 // minute.
 //
-// Not implemented (OCM has them): templates in the spec, deprecation and
-// minor-channel conditions (complianceConfig.deprecationsPresent and
-// minorChannelUpgradeAvailable are accepted and not evaluated), the
-// detection of an operator already installed in AllNamespaces mode
-// elsewhere, approving the CSVs of a bundle's dependencies, the
-// intervention on a Subscription stuck on an unreferenced CSV, and
-// status.history.
+// Not implemented (OCM has them): hub templates in the OperatorPolicy
+// itself, encrypted values in its templates, the intervention on a
+// Subscription stuck on an unreferenced CSV
+// (status.subscriptionInterventionTime), and the compliance events OCM
+// records for the state before an enforcement action within one
+// evaluation (Canopy records the state after it, once).
 package operatorpolicy

@@ -67,8 +67,14 @@ type evaluation struct {
 	// policies lists the OperatorPolicies, for overlaps.
 	policies client.Reader
 	now      metav1.Time
-	// versions are spec.versions, canonical.
+	// templates resolves the managed-cluster templates of the spec; nil
+	// in tests that resolve none.
+	templates *templateResolver
+	// versions are spec.versions, resolved and canonical.
 	versions []string
+	// packageManifest is the package's PackageManifest, nil when there is
+	// none.
+	packageManifest *unstructured.Unstructured
 	// remediated says the evaluation changed the cluster.
 	remediated bool
 	// recheck says the evaluation waits on something that is not
@@ -88,9 +94,16 @@ func (e *evaluation) musthave() bool { return e.policy.Spec.ComplianceType.IsMus
 // OCM's order: OperatorGroup, Subscription, InstallPlan, CSV, CRDs,
 // Deployments, CatalogSource. Each step sets its condition.
 func (e *evaluation) run(ctx context.Context) error {
-	e.versions = canonicalVersions(e.policy.Spec.Versions)
 	sub, og, err := e.build(ctx)
 	if err != nil {
+		return err
+	}
+	done, err := e.handleExistingInstallation(ctx, sub, og)
+	if errors.Is(err, depclient.ErrNoVersionedResource) {
+		e.noOLM()
+		return nil
+	}
+	if done || err != nil {
 		return err
 	}
 	ogCorrect, err := e.handleOpGroup(ctx, og, sub)
@@ -111,6 +124,12 @@ func (e *evaluation) run(ctx context.Context) error {
 	csv, err := e.handleCSV(ctx, found)
 	if err != nil {
 		return fmt.Errorf("handling the ClusterServiceVersions: %w", err)
+	}
+	if err := e.checkDeprecations(found, csv); err != nil {
+		return err
+	}
+	if err := e.checkMinorChannel(found); err != nil {
+		return err
 	}
 	if err := e.handleCRDs(ctx, found); err != nil {
 		return fmt.Errorf("handling the CustomResourceDefinitions: %w", err)
@@ -139,7 +158,18 @@ var errNoOLM = errors.New("the OLM kinds (operators.coreos.com) are not served o
 // validates the spec, setting ValidPolicySpec. Nil results mean the
 // policy cannot say what it wants; the steps then report Unknown.
 func (e *evaluation) build(ctx context.Context) (*desiredSub, *desiredOpGroup, error) {
-	sub, err := buildSubscription(e.policy, e.versions)
+	versions, err := e.resolveVersions()
+	if err != nil {
+		e.set(validationCond([]error{err}))
+		return nil, nil, nil
+	}
+	e.versions = versions
+	raw, err := e.resolveRaw(e.policy.Spec.Subscription.Raw)
+	if err != nil {
+		e.set(validationCond([]error{fmt.Errorf("could not build subscription: %w", err)}))
+		return nil, nil, nil
+	}
+	sub, err := buildSubscription(e.policy, raw, e.versions)
 	if err != nil {
 		e.set(validationCond([]error{err}))
 		return nil, nil, nil
@@ -147,7 +177,7 @@ func (e *evaluation) build(ctx context.Context) (*desiredSub, *desiredOpGroup, e
 	if sub, err = e.withDefaults(ctx, sub); err != nil || sub == nil {
 		return nil, nil, err
 	}
-	og, err := buildOperatorGroup(e.policy, sub.namespace)
+	og, err := e.buildOperatorGroup(sub.namespace)
 	if err != nil {
 		e.set(validationCond([]error{err}))
 		return sub, nil, nil
@@ -173,14 +203,18 @@ func (e *evaluation) build(ctx context.Context) (*desiredSub, *desiredOpGroup, e
 
 // withDefaults fills in what the policy leaves of the Subscription to the
 // PackageManifest or the Subscription on the cluster; nil when it cannot.
+//
+// The PackageManifest is read whether or not defaults are needed: the
+// deprecations and newer channels are read from it too, as in OCM.
 func (e *evaluation) withDefaults(ctx context.Context, sub *desiredSub) (*desiredSub, error) {
-	if s := sub.spec; s.Channel != "" && s.CatalogSource != "" && s.CatalogSourceNamespace != "" && sub.namespace != "" {
-		return sub, nil
-	}
-	pm, err := e.packageManifest(ctx, sub.spec.Package)
+	pm, err := e.getPackageManifest(ctx, sub.spec.Package)
 	if err != nil {
 		e.set(validationCond([]error{err}))
 		return nil, fmt.Errorf("reading the PackageManifest %s: %w", sub.spec.Package, err)
+	}
+	e.packageManifest = pm
+	if s := sub.spec; s.Channel != "" && s.CatalogSource != "" && s.CatalogSourceNamespace != "" && sub.namespace != "" {
+		return sub, nil
 	}
 	known := knownSubscriptionNamespace(e.policy)
 	var found *unstructured.Unstructured
@@ -224,9 +258,9 @@ func knownSubscriptionNamespace(policy *policyv1beta1.OperatorPolicy) string {
 	return namespaces[0]
 }
 
-// packageManifest reads the package's PackageManifest, nil when there is
-// none or no PackageManifest API.
-func (e *evaluation) packageManifest(ctx context.Context, pkg string) (*unstructured.Unstructured, error) {
+// getPackageManifest reads the package's PackageManifest, nil when there
+// is none or no PackageManifest API.
+func (e *evaluation) getPackageManifest(ctx context.Context, pkg string) (*unstructured.Unstructured, error) {
 	if e.dynamic == nil {
 		return nil, nil
 	}

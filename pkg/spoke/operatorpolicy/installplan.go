@@ -2,6 +2,7 @@ package operatorpolicy
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -142,7 +143,7 @@ func (e *evaluation) musthaveInstallPlan(ctx context.Context, sub *unstructured.
 // namespace allow.
 func (e *evaluation) remainingApprovals(ctx context.Context, sub *unstructured.Unstructured, ip *installPlan) ([]string, error) {
 	required := sets.New(ip.csvs...)
-	approved := approvedCSVs(e.policy, e.versions, sub)
+	approved := approvedCSVs(e.policy, e.versions, sub, ip)
 	if approved.IsSuperset(required) {
 		return nil, nil
 	}
@@ -162,7 +163,9 @@ func (e *evaluation) remainingApprovals(ctx context.Context, sub *unstructured.U
 			}
 			continue
 		}
-		approved = approved.Union(approvedCSVs(other, canonicalVersions(other.Spec.Versions), &subs[i]))
+		// Note: as in OCM, the other policy's versions are taken as
+		// written, templates unresolved.
+		approved = approved.Union(approvedCSVs(other, canonicalVersions(other.Spec.Versions), &subs[i], ip))
 	}
 	return sets.List(required.Difference(approved)), nil
 }
@@ -184,14 +187,12 @@ func (e *evaluation) managingPolicy(ctx context.Context, other, sub *unstructure
 	return policy, nil
 }
 
-// approvedCSVs are the CSVs policy may approve for sub: its current CSV,
-// when the policy is enforced, the installation is the first or
-// upgradeApproval is Automatic, and the version is allowed.
-//
-// Note: OCM also approves the CSVs of the bundle's dependencies, read from
-// the InstallPlan's bundle lookups; Canopy leaves those to the policies
-// that manage them.
-func approvedCSVs(policy *policyv1beta1.OperatorPolicy, versions []string, sub *unstructured.Unstructured) sets.Set[string] {
+// approvedCSVs are the CSVs policy may approve for sub in the InstallPlan
+// ip: its current CSV and the CSVs of the packages it requires
+// (transitively, read from ip's bundle lookups), when the policy is
+// enforced, the installation is the first or upgradeApproval is Automatic,
+// and the current CSV's version is allowed.
+func approvedCSVs(policy *policyv1beta1.OperatorPolicy, versions []string, sub *unstructured.Unstructured, ip *installPlan) sets.Set[string] {
 	st := readSubscriptionStatus(sub)
 	if !policy.Spec.RemediationAction.IsEnforce() || st.CurrentCSV == "" ||
 		(st.InstalledCSV != "" && policy.Spec.UpgradeApproval != "Automatic") {
@@ -201,5 +202,55 @@ func approvedCSVs(policy *policyv1beta1.OperatorPolicy, versions []string, sub *
 	if !versionAllowed(versions, starting, st.CurrentCSV) {
 		return sets.New[string]()
 	}
-	return sets.New(st.CurrentCSV)
+	return bundleDependencies(ip.obj, st.CurrentCSV).Insert(st.CurrentCSV)
+}
+
+// bundleDependencies are the CSVs the InstallPlan ip resolves for the
+// packages csv requires, transitively: each bundle lookup names its CSV
+// (identifier), its package (an olm.package property) and the packages it
+// requires (olm.package.required properties). Bundle properties that do
+// not parse end the search, as in OCM.
+func bundleDependencies(ip *unstructured.Unstructured, csv string) sets.Set[string] {
+	lookups, _, _ := unstructured.NestedSlice(ip.Object, "status", "bundleLookups")
+	packageCSV := map[string]string{}
+	requires := map[string][]string{}
+	for _, l := range lookups {
+		lookup, _ := l.(map[string]any)
+		id, _ := lookup["identifier"].(string)
+		raw, _ := lookup["properties"].(string)
+		if raw == "" {
+			continue
+		}
+		var props struct {
+			Properties []struct {
+				Type  string         `json:"type"`
+				Value map[string]any `json:"value"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal([]byte(raw), &props); err != nil {
+			break
+		}
+		for _, p := range props.Properties {
+			pkg, _ := p.Value["packageName"].(string)
+			switch {
+			case pkg == "":
+			case p.Type == "olm.package":
+				packageCSV[pkg] = id
+			case p.Type == "olm.package.required":
+				requires[id] = append(requires[id], pkg)
+			}
+		}
+	}
+	deps := sets.New[string]()
+	for next := []string{csv}; len(next) > 0; {
+		cur := next[0]
+		next = next[1:]
+		for _, pkg := range requires[cur] {
+			if dep, ok := packageCSV[pkg]; ok && !deps.Has(dep) && dep != csv {
+				deps.Insert(dep)
+				next = append(next, dep)
+			}
+		}
+	}
+	return deps
 }

@@ -232,7 +232,48 @@ func complianceCondition(policy *policyv1beta1.OperatorPolicy) metav1.Condition 
 		}
 		bad = bad || !healthy
 	}
+	// Note: as in OCM, the deprecation message is summed up whenever it
+	// counts, the minor channel one only when it says NonCompliant.
+	config := policy.Spec.ComplianceConfig
+	if !policy.Spec.ComplianceType.IsMustNotHave() && config.DeprecationsPresent == policyv1beta1.ConfigNonCompliant {
+		c, ok := policy.Status.Condition(CondNoDeprecations)
+		if ok {
+			msgs = append(msgs, c.Message)
+		}
+		bad = bad || !ok || c.Status != metav1.ConditionTrue
+	}
+	if !policy.Spec.ComplianceType.IsMustNotHave() && config.MinorChannelUpgradeAvailable == policyv1beta1.ConfigNonCompliant {
+		c, ok := policy.Status.Condition(CondMinorChannel)
+		if ok && c.Status != metav1.ConditionTrue {
+			msgs = append(msgs, c.Message)
+		}
+		bad = bad || !ok || c.Status != metav1.ConditionTrue
+	}
 	return compliantCond(!bad, strings.Join(msgs, ", "))
+}
+
+// defaultHistoryLength is the length of status.history when the
+// Reconciler does not say, as in OCM.
+const defaultHistoryLength = 10
+
+// recordHistory puts the Compliant condition's message at the head of
+// status.history when it is not there already, and keeps the newest
+// length entries (defaultHistoryLength when length < 1).
+func recordHistory(policy *policyv1beta1.OperatorPolicy, length int) {
+	c, ok := policy.Status.Condition(CondCompliant)
+	if !ok {
+		return
+	}
+	history := policy.Status.History
+	if len(history) > 0 && history[0].Message == c.Message {
+		return
+	}
+	if length < 1 {
+		length = defaultHistoryLength
+	}
+	entry := policyv1beta1.HistoryEvent{LastTimestamp: metav1.MicroTime(c.LastTransitionTime), Message: c.Message}
+	history = append([]policyv1beta1.HistoryEvent{entry}, history...)
+	policy.Status.History = history[:min(len(history), length)]
 }
 
 func compliantCond(ok bool, message string) metav1.Condition {

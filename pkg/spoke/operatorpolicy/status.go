@@ -34,6 +34,15 @@ const (
 	CondCatalogSource = "CatalogSourcesUnhealthy"
 	// CondCatalogSourceUnknown is set when the catalog's state is unknown.
 	CondCatalogSourceUnknown = "CatalogSourcesUnknownState"
+	// CondNoDeprecations says whether the package, the channel or the
+	// installed bundle is deprecated (False when one is). It counts in
+	// the Compliant condition only when complianceConfig.deprecationsPresent
+	// is NonCompliant.
+	CondNoDeprecations = "NoDeprecations"
+	// CondMinorChannel says whether a newer minor-version channel than
+	// the subscribed one exists. It counts in the Compliant condition only
+	// when complianceConfig.minorChannelUpgradeAvailable is NonCompliant.
+	CondMinorChannel = "MinorChannelUpgradeAvailable"
 )
 
 // Reasons of related objects, OCM's (and ConfigurationPolicy's).
@@ -228,6 +237,55 @@ func deploymentCond(config policyv1beta1.ComplianceConfigAction, exist bool, una
 		if config == policyv1beta1.ConfigCompliant {
 			c.Status = metav1.ConditionTrue
 		}
+	}
+	return c
+}
+
+// existingInstallCond: the operator is installed in AllNamespaces mode in
+// another namespace, sourceNS, and OLM copied its CSV into this one. For
+// the CatalogSource, whose polarity is reversed, the condition is False.
+func existingInstallCond(kind, sourceNS string) metav1.Condition {
+	c := cond(kind, metav1.ConditionTrue, "ExistingInstallation",
+		fmt.Sprintf("the operator is installed in namespace %s and is available via AllNamespaces mode", sourceNS))
+	if kind == kindCatalog {
+		c.Status = metav1.ConditionFalse
+	}
+	return c
+}
+
+// deprecationSchema is what OLM deprecates: a package, a channel or a
+// bundle.
+type deprecationSchema string
+
+const (
+	deprecatedPackage deprecationSchema = "Package"
+	deprecatedChannel deprecationSchema = "Channel"
+	deprecatedBundle  deprecationSchema = "Bundle"
+)
+
+// deprecationCond: the package, channel or bundle name is deprecated, with
+// OLM's message.
+func deprecationCond(name string, schema deprecationSchema, message string) metav1.Condition {
+	return metav1.Condition{Type: CondNoDeprecations, Status: metav1.ConditionFalse, Reason: string(schema) + "Deprecated",
+		Message: "the requested " + name + " " + string(schema) + " was deprecated. " + message}
+}
+
+var noDeprecationsCond = metav1.Condition{Type: CondNoDeprecations, Status: metav1.ConditionTrue, Reason: "Recommended",
+	Message: "The requested package, channel, and bundle are all at the recommended versions"}
+
+// minorChannelOKCond: no newer minor channel, or the check was skipped.
+func minorChannelOKCond(reason, message string) metav1.Condition {
+	return metav1.Condition{Type: CondMinorChannel, Status: metav1.ConditionTrue, Reason: reason, Message: message}
+}
+
+// minorChannelUpgradeCond: newer minor-version channels exist. It is
+// False only when complianceConfig.minorChannelUpgradeAvailable says
+// NonCompliant.
+func minorChannelUpgradeCond(config policyv1beta1.ComplianceConfigAction, channels []string) metav1.Condition {
+	c := metav1.Condition{Type: CondMinorChannel, Status: metav1.ConditionTrue, Reason: "UpgradeAvailable",
+		Message: "a newer version of the operator is available in channel(s): " + strings.Join(channels, ", ")}
+	if config == policyv1beta1.ConfigNonCompliant {
+		c.Status = metav1.ConditionFalse
 	}
 	return c
 }

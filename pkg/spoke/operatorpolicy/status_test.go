@@ -2,11 +2,14 @@ package operatorpolicy
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
@@ -148,7 +151,7 @@ func TestBuildSubscription(t *testing.T) {
 			p := &policyv1beta1.OperatorPolicy{Spec: policyv1beta1.OperatorPolicySpec{
 				RemediationAction: policyv1.RemediationAction(tc.action), UpgradeApproval: tc.approval,
 				Subscription: runtime.RawExtension{Raw: []byte(tc.sub)}}}
-			sub, err := buildSubscription(p, tc.versions)
+			sub, err := buildSubscription(p, p.Spec.Subscription.Raw, tc.versions)
 			if tc.err != "" {
 				g.Expect(err).To(MatchError(tc.err))
 				return
@@ -173,4 +176,102 @@ func TestOpLabelName(t *testing.T) {
 	long := opLabelName("a-very-long-subscription-name-that-goes-on-and-on", "and-a-namespace-that-is-long-")
 	g.Expect(len(long)).To(BeNumerically("<=", 63))
 	g.Expect(long).NotTo(HaveSuffix("-"))
+}
+
+// TestNextMinorChannels checks OCM's channel naming rule
+// (operatorpolicy_controller.go, getNextMinorChannel).
+func TestNextMinorChannels(t *testing.T) {
+	channels := []string{"stable-4.14", "stable-4.16", "stable-4.15", "stable-5.0", "fast-4.16", "v4.15.x", "v4.16.x", "stable"}
+	for _, tc := range []struct {
+		selected string
+		want     []string
+	}{
+		{"stable-4.14", []string{"stable-4.15", "stable-4.16"}},
+		{"stable-4.16", nil},
+		{"v4.15.x", []string{"v4.16.x"}},
+		{"stable", nil},
+		{"", nil},
+	} {
+		NewWithT(t).Expect(nextMinorChannels(channels, tc.selected)).To(Equal(tc.want), tc.selected)
+	}
+}
+
+// TestBundleDependencies checks the CSVs approved with an operator, read
+// from its InstallPlan's bundle lookups as OCM reads them
+// (operatorpolicy_controller.go, getBundleDependencies).
+func TestBundleDependencies(t *testing.T) {
+	lookup := func(csv, pkg string, requires ...string) any {
+		props := []string{`{"type":"olm.package","value":{"packageName":"` + pkg + `","version":"1.0.0"}}`}
+		for _, r := range requires {
+			props = append(props, `{"type":"olm.package.required","value":{"packageName":"`+r+`","versionRange":">=1"}}`)
+		}
+		return map[string]any{"identifier": csv, "properties": `{"properties":[` + strings.Join(props, ",") + `]}`}
+	}
+	ip := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"bundleLookups": []any{
+		lookup("a.v1", "a", "b"), lookup("b.v1", "b", "c", "a"), lookup("c.v1", "c"), lookup("d.v1", "d", "c"),
+	}}}}
+	g := NewWithT(t)
+	g.Expect(sets.List(bundleDependencies(ip, "a.v1"))).To(Equal([]string{"b.v1", "c.v1"}))
+	g.Expect(sets.List(bundleDependencies(ip, "c.v1"))).To(BeEmpty())
+	broken := ip.DeepCopy()
+	_ = unstructured.SetNestedSlice(broken.Object, []any{map[string]any{"identifier": "a.v1", "properties": "{"},
+		lookup("b.v1", "b")}, "status", "bundleLookups")
+	g.Expect(sets.List(bundleDependencies(broken, "a.v1"))).To(BeEmpty(), "properties that do not parse end the search")
+}
+
+// TestRecordHistory: one entry per change of the Compliant message, the
+// newest first, bounded.
+func TestRecordHistory(t *testing.T) {
+	g := NewWithT(t)
+	p := &policyv1beta1.OperatorPolicy{}
+	recordHistory(p, 2)
+	g.Expect(p.Status.History).To(BeEmpty(), "nothing evaluated yet")
+	for i, msg := range []string{"NonCompliant; a", "NonCompliant; a", "Compliant; b", "NonCompliant; c"} {
+		setCondition(&p.Status, metav1.Condition{Type: CondCompliant, Status: "False", Reason: "r", Message: msg},
+			metav1.Unix(int64(i), 0))
+		recordHistory(p, 2)
+	}
+	g.Expect(p.Status.History).To(HaveLen(2))
+	g.Expect(p.Status.History[0].Message).To(Equal("NonCompliant; c"))
+	g.Expect(p.Status.History[0].LastTimestamp.Unix()).To(Equal(int64(3)))
+	g.Expect(p.Status.History[1].Message).To(Equal("Compliant; b"))
+	recordHistory(p, 0)
+	g.Expect(p.Status.History).To(HaveLen(2), "unchanged message")
+}
+
+// TestComplianceConfigSummary: NoDeprecations and
+// MinorChannelUpgradeAvailable count only when complianceConfig says
+// NonCompliant, as in operatorpolicy_status.go
+// (calculateComplianceCondition).
+func TestComplianceConfigSummary(t *testing.T) {
+	healthy := []metav1.Condition{validationCond(nil), matchesCond("OperatorGroup"), matchesCond("Subscription"),
+		installPlansNoApprovalsCond, allowedCSVCond("a.v1", "Succeeded", "InstallSucceeded", "ok"), noCRDCond,
+		deploymentCond("NonCompliant", false, nil), catalogSourceFindCond("Compliant", false, false, "c"),
+		deprecationCond("a", deprecatedPackage, "gone."),
+		minorChannelUpgradeCond("NonCompliant", []string{"stable-1.1"})}
+	for _, tc := range []struct {
+		name   string
+		config policyv1beta1.ComplianceConfig
+		suffix string
+		state  policyv1.ComplianceState
+	}{
+		{name: "defaults", state: policyv1.Compliant, suffix: "CatalogSource was found"},
+		{name: "deprecations", config: policyv1beta1.ComplianceConfig{DeprecationsPresent: "NonCompliant"},
+			state: policyv1.NonCompliant, suffix: "CatalogSource was found, the requested a Package was deprecated. gone."},
+		{name: "minor channel", config: policyv1beta1.ComplianceConfig{MinorChannelUpgradeAvailable: "NonCompliant"},
+			state:  policyv1.NonCompliant,
+			suffix: "CatalogSource was found, a newer version of the operator is available in channel(s): stable-1.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			p := &policyv1beta1.OperatorPolicy{Spec: policyv1beta1.OperatorPolicySpec{ComplianceType: "musthave",
+				ComplianceConfig: tc.config}}
+			for _, c := range healthy {
+				setStatus(p, metav1.Now(), c)
+			}
+			c, _ := p.Status.Condition(CondCompliant)
+			g.Expect(c.Message).To(HaveSuffix(tc.suffix))
+			g.Expect(p.Status.ComplianceState).To(Equal(tc.state))
+		})
+	}
 }

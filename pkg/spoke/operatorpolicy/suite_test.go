@@ -43,8 +43,8 @@ var suite = &controlplane.Suite{Name: "managed", Start: func(cp *controlplane.Co
 		if err := ts.SetupWithManager(mgr); err != nil {
 			return err
 		}
-		return (&Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: recorder}).
-			SetupWithManager(mgr)
+		return (&Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: recorder,
+			MaxHistoryLength: historyLength}).SetupWithManager(mgr)
 	})
 	if err != nil {
 		cancel()
@@ -55,6 +55,10 @@ var suite = &controlplane.Suite{Name: "managed", Start: func(cp *controlplane.Co
 }}
 
 func TestMain(m *testing.M) { suite.Main(m) }
+
+// historyLength is the suite's --operator-policy-status-history-length:
+// not the default, to show that it bounds status.history.
+const historyLength = 3
 
 const (
 	eventually = 60 * time.Second
@@ -78,17 +82,36 @@ type fixture struct {
 // pkg (channel stable, versions pkg.v1, ...) to a catalog of the
 // namespace.
 func newFixture(t *testing.T, pkg string, versions ...string) *fixture {
+	return newFixtureWith(t, olmsim.Package{Name: pkg, Channels: map[string][]string{"stable": csvNames(pkg, versions...)}})
+}
+
+// newFixtureWith is newFixture for the package p, whose catalog is set to
+// the namespace's and whose default channel is "stable" when p names
+// none.
+func newFixtureWith(t *testing.T, p olmsim.Package) *fixture {
 	t.Parallel()
 	c := suite.Get(t).Client
-	f := &fixture{t: t, g: NewWithT(t), c: c, ns: controlplane.Namespace(t, c), pkg: pkg}
+	f := &fixture{t: t, g: NewWithT(t), c: c, ns: controlplane.Namespace(t, c), pkg: p.Name}
 	f.parent = evaluatortest.Parent(t, c, f.ns)
+	f.addPackage(p)
+	return f
+}
+
+// addPackage adds p to the catalog of the test's namespace.
+func (f *fixture) addPackage(p olmsim.Package) {
+	f.t.Helper()
+	p.Catalog, p.CatalogNamespace, p.SuggestedNamespace = "catalog", f.ns, f.ns
+	p.DefaultChannel = cmpOr(p.DefaultChannel, "stable")
+	f.g.Expect(sim.AddPackage(f.t.Context(), p)).To(Succeed())
+}
+
+// csvNames are the CSV names of pkg's versions: pkg.v1, ...
+func csvNames(pkg string, versions ...string) []string {
 	csvs := make([]string, len(versions))
 	for i, v := range versions {
 		csvs[i] = pkg + "." + v
 	}
-	f.g.Expect(sim.AddPackage(t.Context(), olmsim.Package{Name: pkg, Catalog: "catalog", CatalogNamespace: f.ns,
-		DefaultChannel: "stable", Channels: map[string][]string{"stable": csvs}, SuggestedNamespace: f.ns})).To(Succeed())
-	return f
+	return csvs
 }
 
 // policy creates the OperatorPolicy doc (YAML; $NS is the test's
