@@ -35,7 +35,9 @@ type options struct {
 	testClockOffset time.Duration
 	// denylist are the template functions managed templates are denied.
 	denylist []string
-	zap      *zap.Options
+	// operatorPolicyHistory bounds an OperatorPolicy's status.history.
+	operatorPolicyHistory uint
+	zap                   *zap.Options
 }
 
 func main() {
@@ -59,6 +61,8 @@ func parseFlags(args []string) (options, error) {
 		opts.denylist = append(opts.denylist, templating.ParseFuncList(s)...)
 		return nil
 	})
+	fs.UintVar(&opts.operatorPolicyHistory, "operator-policy-status-history-length", 10,
+		"The maximum number of compliance history entries stored on the OperatorPolicy status (as OCM's flag).")
 	opts.zap = opts.serving.BindFlags(fs, ":8383", ":8384")
 	if err := cmdutil.ParseFlags(fs, args); err != nil {
 		return opts, err
@@ -88,7 +92,7 @@ func run(ctx context.Context, opts options) error {
 	}
 	agentOpts := spoke.Options{
 		HubConfig: hubCfg, ClusterName: opts.clusterName, InstallNamespace: opts.installNamespace,
-		TemplateFuncDenylist: opts.denylist,
+		TemplateFuncDenylist: opts.denylist, OperatorPolicyHistoryLength: int(opts.operatorPolicyHistory),
 	}
 	if opts.testClockOffset != 0 {
 		agentOpts.Clock = offsetClock{offset: opts.testClockOffset}

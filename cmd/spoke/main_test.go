@@ -27,6 +27,11 @@ func TestParseDenylist(t *testing.T) {
 		"--template-function-denylist", "lookup, fromSecret", "--template-function-denylist=add"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(opts.denylist).To(Equal([]string{"lookup", "fromSecret", "add"}))
+	g.Expect(opts.operatorPolicyHistory).To(Equal(uint(10)), "OCM's default")
+
+	opts, err = parseFlags([]string{"--hub-kubeconfig", "/h", "--cluster-name", "c1", "--operator-policy-status-history-length", "3"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(opts.operatorPolicyHistory).To(Equal(uint(3)))
 }
 
 func TestParseFlags(t *testing.T) {

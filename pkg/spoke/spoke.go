@@ -69,6 +69,9 @@ type Options struct {
 	// cluster's templates are denied, besides those the template library
 	// always denies (OCM's --template-function-denylist).
 	TemplateFuncDenylist []string
+	// OperatorPolicyHistoryLength bounds the status.history of
+	// OperatorPolicies; below 1 it is 10, as in OCM.
+	OperatorPolicyHistoryLength int
 }
 
 // instance is Instance with its default applied.
@@ -144,7 +147,7 @@ func setupManaged(mgr ctrl.Manager, opts Options) error {
 	evaluators := opts.Evaluators
 	if evaluators == nil {
 		evaluators = func(mgr ctrl.Manager, rec *compliance.Recorder) error {
-			return setupEvaluators(mgr, rec, opts.TemplateFuncDenylist)
+			return setupEvaluators(mgr, rec, opts)
 		}
 	}
 	if err := evaluators(mgr, recorder); err != nil {
@@ -159,19 +162,21 @@ func setupManaged(mgr ctrl.Manager, opts Options) error {
 // kinds for the messages about the others. Their templates are denied only
 // the functions the template library always denies.
 func Evaluators(mgr ctrl.Manager, rec *compliance.Recorder) error {
-	return setupEvaluators(mgr, rec, nil)
+	return setupEvaluators(mgr, rec, Options{})
 }
 
-// setupEvaluators is Evaluators with the template functions denied to
-// ConfigurationPolicy templates, the only ones the agent resolves.
-func setupEvaluators(mgr ctrl.Manager, rec *compliance.Recorder, denylist []string) error {
+// setupEvaluators is Evaluators as opts tune them: the template functions
+// denied to ConfigurationPolicy and OperatorPolicy templates, and the
+// length of an OperatorPolicy's history.
+func setupEvaluators(mgr ctrl.Manager, rec *compliance.Recorder, opts Options) error {
 	cp := &configpolicy.Reconciler{
-		ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec, TemplateFuncDenylist: denylist,
+		ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec, TemplateFuncDenylist: opts.TemplateFuncDenylist,
 	}
 	if err := cp.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up configpolicy: %w", err)
 	}
-	op := &operatorpolicy.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}
+	op := &operatorpolicy.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec,
+		TemplateFuncDenylist: opts.TemplateFuncDenylist, MaxHistoryLength: opts.OperatorPolicyHistoryLength}
 	if err := op.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up operatorpolicy: %w", err)
 	}
