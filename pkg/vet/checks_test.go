@@ -128,7 +128,7 @@ spec:
     - {name: a, parent: a}
 `,
 	want: []string{
-		"f.yaml:5: error: [schema] HierarchyPolicy c1/h: spec.bogus: Forbidden: unknown field: the API server would drop it",
+		"f.yaml:5: error: [schema] HierarchyPolicy c1/h: spec.bogus: Forbidden: " + unknownFieldDetail,
 		"f.yaml:7: error: [hierarchy] HierarchyPolicy c1/h: node a: cycle a → a",
 	},
 }, {

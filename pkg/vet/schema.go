@@ -69,8 +69,16 @@ func newCRDSchema(v1 *apiextensionsv1.JSONSchemaProps) (*crdSchema, error) {
 		cel: cel.NewValidator(structural, true, celconfig.PerCallLimit)}, nil
 }
 
-// validate returns the schema errors of obj: unknown fields (which the API
-// server would drop silently), OpenAPI validation, then CEL rules.
+// unknownFieldDetail says what becomes of a field the schema does not know.
+// The agent writes policy templates with strict field validation, as OCM's
+// framework-addon does since v0.17.0, so such a template is refused (and
+// reported NonCompliant); kubectl apply validates strictly by default; a
+// client that asks for no validation has the field dropped.
+const unknownFieldDetail = "unknown field: refused under strict field validation " +
+	"(how the agent writes policy templates, as OCM does, and kubectl's default), dropped otherwise"
+
+// validate returns the schema errors of obj: unknown fields, OpenAPI
+// validation, then CEL rules.
 func (s *crdSchema) validate(ctx context.Context, obj map[string]any) field.ErrorList {
 	var errs field.ErrorList
 	pruned := runtime.DeepCopyJSON(obj)
@@ -79,7 +87,7 @@ func (s *crdSchema) validate(ctx context.Context, obj map[string]any) field.Erro
 		if path == "metadata" || isMetadataPath(path) {
 			continue
 		}
-		errs = append(errs, field.Forbidden(field.NewPath(path), "unknown field: the API server would drop it"))
+		errs = append(errs, field.Forbidden(field.NewPath(path), unknownFieldDetail))
 	}
 	errs = append(errs, validation.ValidateCustomResource(nil, obj, s.validator)...)
 	if len(errs) > 0 {

@@ -20,10 +20,12 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/compare"
 	"github.com/canopy-policy/canopy/pkg/depgraph"
+	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
 // strict makes the API server refuse unknown and duplicate fields, so that
-// a typo in a template is reported instead of silently dropped.
+// a typo in a template is reported instead of silently dropped, as OCM's
+// framework-addon asks since v0.17.0 (see refused).
 var strict = client.FieldValidation("Strict")
 
 // observe reads every dependency and template object of plan: those of
@@ -159,7 +161,7 @@ func (r *Reconciler) writeOver(ctx context.Context, policy *policyv1.Policy, des
 	log := ctrl.LoggerFrom(ctx)
 	if existing == nil {
 		if err := r.ManagedClient.Create(ctx, desired.DeepCopy(), strict); err != nil {
-			return r.refused(ctx, policy, desired, "creating", err)
+			return r.refused(ctx, policy, desired, false, err)
 		}
 		log.Info("Created template", "policy", klog.KObj(policy), "kind", desired.GetKind(), "template", desired.GetName())
 		return nil
@@ -171,7 +173,7 @@ func (r *Reconciler) writeOver(ctx context.Context, policy *policyv1.Policy, des
 		return nil
 	}
 	if err := r.ManagedClient.Update(ctx, existing, strict); err != nil {
-		return r.refused(ctx, policy, desired, "updating", err)
+		return r.refused(ctx, policy, desired, true, err)
 	}
 	log.Info("Updated template", "policy", klog.KObj(policy), "kind", desired.GetKind(), "template", desired.GetName())
 	return nil
@@ -186,18 +188,33 @@ func conflictMessage(desired *unstructured.Unstructured, owner string) string {
 		desired.GetKind(), desired.GetName(), owner)
 }
 
-// refused reports a write the API server rejected as invalid, or of a
-// version it does not serve, as a NonCompliant template, and returns other
-// errors, wrapped, for a retry.
-func (r *Reconciler) refused(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured, verb string, err error) error {
+// refused reports a write the API server rejected as invalid (an unknown
+// field under strict validation among them), or of a version it does not
+// serve, as a NonCompliant template, and returns other errors, wrapped,
+// for a retry.
+func (r *Reconciler) refused(ctx context.Context, policy *policyv1.Policy, desired *unstructured.Unstructured, update bool, err error) error {
 	if meta.IsNoMatchError(err) {
 		return r.unmapped(ctx, policy, desired, err)
 	}
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-		return r.record(ctx, policy, desired.GetName(), desired, policyv1.NonCompliant,
-			fmt.Sprintf("%s %s %s was refused: %v", verb, desired.GetKind(), desired.GetName(), err))
+		return r.record(ctx, policy, desired.GetName(), desired, policyv1.NonCompliant, refusedMessage(desired.GetName(), update, err))
+	}
+	verb := "creating"
+	if update {
+		verb = "updating"
 	}
 	return fmt.Errorf("%s %s %s: %w", verb, desired.GetKind(), desired.GetName(), err)
+}
+
+// refusedMessage is the compliance message of a template write the API
+// server refused, in OCM's words (framework-addon,
+// controllers/templatesync/template_sync.go): the API server's error names
+// the unknown fields, so the user learns which ones to remove.
+func refusedMessage(name string, update bool, err error) string {
+	if update {
+		return fmt.Sprintf("%sFailed to update policy template %s: %v", templating.TemplateErrorPrefix, name, err)
+	}
+	return fmt.Sprintf("%sFailed to create policy template: %v", templating.TemplateErrorPrefix, err)
 }
 
 // merge makes existing carry desired (content, labels, annotations,

@@ -32,6 +32,15 @@
 // (UnevaluatedMessage; pkg/templatekinds lists the kinds the agent
 // evaluates, which `kubectl canopy vet` warns about too).
 //
+// Template objects are written with strict field validation, as OCM's
+// framework-addon writes them since v0.17.0: a template with a field its
+// kind's schema does not know (a typo, or a field put at the wrong level,
+// as in the policy-collection's sample-network-policy-99) is neither
+// created nor updated, and is reported NonCompliant in OCM's words,
+// "template-error; Failed to create policy template: <API server error>"
+// ("Failed to update policy template <name>: ..." for an existing object),
+// the API server's error naming each unknown field (refusedMessage).
+//
 // Every template object carries the Policy's metadata.generation
 // (replica.PolicyGenerationAnnotation), within the hash the evaluators
 // report as the version they evaluated, and templatesync's own events carry

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
 func init() {
@@ -186,7 +187,7 @@ func TestTemplateRules(t *testing.T) {
 	c.create(t, owned)
 	g.Eventually(c.hubStatus(t.Context(), "rules")).WithContext(t.Context()).Should(SatisfyAll(
 		WithTransform(latestOf("rules-cm"), Equal("NonCompliant; "+notSupported("ConfigMap"))),
-		WithTransform(latestOf("rules-typo"), SatisfyAll(HavePrefix("NonCompliant; creating ConfigurationPolicy rules-typo was refused:"),
+		WithTransform(latestOf("rules-typo"), SatisfyAll(HavePrefix("NonCompliant; "+templating.TemplateErrorPrefix+"Failed to create policy template: "),
 			ContainSubstring("remediationActoin"))),
 		WithTransform(latestOf("rules-keep"), Equal("Compliant; fake evaluation")),
 	))
