@@ -86,6 +86,16 @@ BENCH_TIMEOUT ?= 60m
 bench: envtest-assets ocm-assets build ## Measure propagation, hub templates, dependency latency and syncer convergence at fleet scale (BENCH_SCALE=0.1 for a quick run).
 	BENCH_SCALE=$(BENCH_SCALE) go test -run '^$$' -bench . -benchtime 1x -timeout $(BENCH_TIMEOUT) -count=1 -v ./test/bench/
 
+BENCH_SCALES ?= 0.1 0.3 1
+
+.PHONY: bench-scale
+bench-scale: envtest-assets ocm-assets build ## Run the benchmarks at each of BENCH_SCALES (0.1 0.3 1) and draw how each stage scales: docs/captures/scaling-*.png and a table of exponents.
+	mkdir -p bin/bench-scale
+	for s in $(BENCH_SCALES); do \
+		BENCH_SCALE=$$s BENCH_OUT=$(CURDIR)/bin/bench-scale/run-$$s.json go test -run '^$$' -bench . -benchtime 1x -timeout $(BENCH_TIMEOUT) -count=1 -v ./test/bench/ || exit 1; \
+	done
+	go run ./hack/benchplot -out docs/captures $(foreach s,$(BENCH_SCALES),bin/bench-scale/run-$(s).json)
+
 .PHONY: bench-compare
 bench-compare: ## Print how each bench row changed: make bench-compare OLD=before.json[,before2.json] NEW=bench-results.json.
 	go run ./hack/benchcompare -old "$(OLD)" -new "$(NEW)"

@@ -54,6 +54,7 @@ func BenchmarkAgent(b *testing.B) {
 		}
 		for _, r := range rows {
 			r.Scale = fmt.Sprintf("%d policies in %d chains of depth %d", s.chains*chainDepth, s.chains, chainDepth)
+			r.Units, r.Unit = float64(s.chains*chainDepth), "policies"
 			if r.CeilingSeconds < 0 {
 				r.CeilingSeconds = ceil
 			}

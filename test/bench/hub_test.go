@@ -64,6 +64,9 @@ func BenchmarkHub(b *testing.B) {
 			b.Fatal(err)
 		}
 		prop.Scale, status.Scale, restart.Scale = scaleText, scaleText, scaleText
+		for _, r := range []*row{&prop, &status, &restart} {
+			r.Units, r.Unit = float64(replicas), "replicas"
+		}
 		prop.CeilingSeconds = ceil
 		for _, r := range []row{prop, status, restart} {
 			results.add(r)

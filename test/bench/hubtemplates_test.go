@@ -60,6 +60,7 @@ func BenchmarkHubTemplates(b *testing.B) {
 		scaleText := fmt.Sprintf("%d clusters × %d policies, %d ConfigMaps", len(t.clusters), len(t.policies), len(t.clusters))
 		for _, r := range []row{resolved, changed, restart} {
 			r.Scale = scaleText
+			r.Units, r.Unit = float64(t.replicaCount()), "replicas"
 			results.add(r)
 		}
 	}

@@ -36,7 +36,11 @@ type machine struct {
 type row struct {
 	Stage string `json:"stage"`
 	// Scale says what was measured, e.g. "1000 clusters × 50 policies".
-	Scale   string  `json:"scale"`
+	Scale string `json:"scale"`
+	// Units is how many units of work the stage handled (Unit names them:
+	// replicas, policies, namespaces, clusters), the x of a scaling curve.
+	Units   float64 `json:"units,omitempty"`
+	Unit    string  `json:"unit,omitempty"`
 	Seconds float64 `json:"seconds"`
 	// CeilingSeconds is the time a plain client took for the same number of
 	// objects of the same kind with the same concurrency; 0 when none applies.

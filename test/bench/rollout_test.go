@@ -64,6 +64,7 @@ func BenchmarkRollout(b *testing.B) {
 		}
 		x.CeilingSeconds = ceil
 		x.Scale = fmt.Sprintf("%d clusters in %d decision groups", len(r.clusters), len(r.groups))
+		x.Units, x.Unit = float64(len(r.clusters)), "clusters"
 		results.add(x)
 	}
 }

@@ -61,6 +61,7 @@ func BenchmarkSyncer(b *testing.B) {
 		cold.CeilingSeconds = ceil
 		for _, r := range []row{cold, restart} {
 			r.Scale = fmt.Sprintf("%d namespaces (depth %d) × %d objects", len(s.namespaces), treeDepth, inheritedObjects)
+			r.Units, r.Unit = float64(len(s.namespaces)), "namespaces"
 			results.add(r)
 		}
 	}
