@@ -99,6 +99,8 @@ func TestArgoCDHealthOfTheFleet(t *testing.T) {
 		{"hub", policyGVK, fleetNamespace, "unplaced", "Healthy", "Placed on no cluster: No PlacementBinding in namespace ops names this policy"},
 		{"hub", policyGVK, fleetNamespace, "operator", "Healthy", "Compliant on 1 of 1 clusters"},
 		{"hub", policyGVK, fleetNamespace, "operator-missing", "Degraded", "NonCompliant on 1 of 1 clusters: cluster1"},
+		{"hub", policyGVK, fleetNamespace, "hub-template-error", "Degraded", `HubTemplateError: `},
+		{"hub", policyGVK, fleetNamespace, "rollout-stopped", "Degraded", "DecisionGroupNotFound"},
 		{"hub", policyGVK, clusterName, replica("compliant"), "Healthy", "Compliant"},
 		{"hub", policyGVK, clusterName, replica("noncompliant"), "Degraded", "Template ops-noncompliant: NonCompliant; violation - namespaces [ops-absent] not found"},
 		{"hub", policyGVK, clusterName, replica("pending"), "Progressing",

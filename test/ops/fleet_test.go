@@ -20,16 +20,21 @@ var (
 
 // settledFleet starts the fleet and waits until every placed root policy
 // and policy set of testdata/fleet.yaml reports the compliance it is there
-// for.
+// for, and the rollout of rollout-stopped has stopped.
 func settledFleet(t *testing.T) {
 	t.Helper()
 	suite.Get(t)
 	g := NewWithT(t)
 	want := map[schema.GroupVersionKind]map[string]string{
 		policyGVK: {"compliant": "Compliant", "noncompliant": "NonCompliant", "pending": "Pending",
-			"operator": "Compliant", "operator-missing": "NonCompliant"},
+			"operator": "Compliant", "operator-missing": "NonCompliant", "hub-template-error": "NonCompliant"},
 		policySetGVK: {"compliant-set": "Compliant", "noncompliant-set": "NonCompliant", "pending-set": "Pending"},
 	}
+	g.Eventually(func(g Gomega) {
+		obj := get(t.Context(), g, env.Hub.Client, policyGVK, fleetNamespace, "rollout-stopped")
+		phase, _, _ := unstructured.NestedString(obj.Object, "status", "rollout", "phase")
+		g.Expect(phase).To(Equal("Stopped"))
+	}, eventually, poll).Should(Succeed())
 	for gvk, names := range want {
 		for name, compliance := range names {
 			g.Eventually(func(g Gomega) {

@@ -117,7 +117,8 @@ func startOLM(ctx context.Context, mc *testenv.ManagedCluster) (func() error, er
 }
 
 // applyFleet creates fleetNamespace and the objects of testdata/fleet.yaml
-// in it on the hub, and makes Placement "all" decide cluster1.
+// in it on the hub, and makes Placement "all" decide cluster1 and "ghost"
+// a cluster the hub does not have.
 func applyFleet(ctx context.Context, e *testenv.Env) error {
 	if err := e.Hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetNamespace}}); err != nil {
 		return fmt.Errorf("creating namespace %s: %w", fleetNamespace, err)
@@ -132,7 +133,10 @@ func applyFleet(ctx context.Context, e *testenv.Env) error {
 			return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 	}
-	return e.SetPlacementDecisions(ctx, fleetNamespace, "all", clusterName)
+	if err := e.SetPlacementDecisions(ctx, fleetNamespace, "all", clusterName); err != nil {
+		return err
+	}
+	return e.SetPlacementDecisions(ctx, fleetNamespace, "ghost", "ghost")
 }
 
 // readManifests reads the objects of a multi-document YAML file.
