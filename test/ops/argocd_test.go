@@ -101,6 +101,7 @@ func TestArgoCDHealthOfTheFleet(t *testing.T) {
 		{"hub", policyGVK, fleetNamespace, "operator-missing", "Degraded", "NonCompliant on 1 of 1 clusters: cluster1"},
 		{"hub", policyGVK, fleetNamespace, "hub-template-error", "Degraded", `HubTemplateError: `},
 		{"hub", policyGVK, fleetNamespace, "rollout-stopped", "Degraded", "DecisionGroupNotFound"},
+		{"hub", policyGVK, fleetNamespace, "unreachable", "Degraded", "PropagationFailed: "},
 		{"hub", policyGVK, clusterName, replica("compliant"), "Healthy", "Compliant"},
 		{"hub", policyGVK, clusterName, replica("noncompliant"), "Degraded", "Template ops-noncompliant: NonCompliant; violation - namespaces [ops-absent] not found"},
 		{"hub", policyGVK, clusterName, replica("pending"), "Progressing",
@@ -123,6 +124,7 @@ func TestArgoCDHealthOfTheFleet(t *testing.T) {
 		}
 		obj := get(t.Context(), g, cl, c.gvk, c.namespace, c.name)
 		got := assess(g, obj)
+		t.Logf("%s %s/%s: %s: %s", c.gvk.Kind, c.namespace, c.name, got.Status, got.Message)
 		g.Expect(got.Status).To(Equal(c.status), "%s %s/%s: %s", c.gvk.Kind, c.namespace, c.name, got.Message)
 		g.Expect(got.Message).To(ContainSubstring(c.message), "%s %s/%s", c.gvk.Kind, c.namespace, c.name)
 	}
