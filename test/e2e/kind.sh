@@ -9,20 +9,30 @@
 # E2E_MANAGED_KUBECONFIGS): it installs the CRDs and admission policies each
 # cluster lacks and registers cluster1 and cluster2 on the hub, each agent's
 # hub identity being a ServiceAccount token bound to its cluster namespace.
+#
+# kind is the version go.mod pins (its tool directive), built once into
+# bin/kind/<version>/. Each cluster is created from test/e2e/kind-cluster.yaml,
+# or from the file E2E_KIND_CONFIG names.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 dir="${E2E_KIND_DIR:-$root/bin/e2e-kind}"
 mkdir -p "$dir"
 
-# kind's version is the one go.mod pins.
-kind="$dir/kind"
-[[ -x "$kind" ]] || (cd "$root" && go build -o "$kind" sigs.k8s.io/kind)
+config="${E2E_KIND_CONFIG:-$root/test/e2e/kind-cluster.yaml}"
+
+# kind's version is the one go.mod pins; a build is kept per version.
+version="$(cd "$root" && go list -m -f '{{.Version}}' sigs.k8s.io/kind)"
+kind="$root/bin/kind/$version/kind"
+if [[ ! -x "$kind" ]]; then
+	mkdir -p "$(dirname "$kind")"
+	(cd "$root" && go build -o "$kind.$$" sigs.k8s.io/kind && mv "$kind.$$" "$kind")
+fi
 
 clusters=(hub cluster1 cluster2)
 for c in "${clusters[@]}"; do
 	if ! "$kind" get clusters 2>/dev/null | grep -qx "canopy-$c"; then
-		"$kind" create cluster --name "canopy-$c" --wait 2m --kubeconfig "$dir/$c.kubeconfig"
+		"$kind" create cluster --name "canopy-$c" --config "$config" --wait 2m --kubeconfig "$dir/$c.kubeconfig"
 	fi
 	"$kind" get kubeconfig --name "canopy-$c" >"$dir/$c.kubeconfig"
 done

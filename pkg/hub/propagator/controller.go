@@ -167,6 +167,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 	if len(out.failures) > 0 {
 		propagationFailures.WithLabelValues(policy.Namespace, policy.Name).Add(float64(len(out.failures)))
 	}
+	setHubTemplateFailures(policy, len(out.templateFailures))
 	if out.invalidRollout != nil {
 		r.setPropagated(policy, InvalidRolloutCondition(policy, out.invalidRollout))
 		return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("policy %s: %w", klog.KObj(policy), out.invalidRollout))

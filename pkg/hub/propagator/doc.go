@@ -133,7 +133,9 @@
 //
 // Metrics: canopy_propagation_failures_total{namespace,policy},
 // canopy_hub_template_resolutions_total{namespace,policy} (replicas
-// resolved, not taken from memory) and
+// resolved, not taken from memory), canopy_hub_template_failures{namespace,
+// policy} (templates whose hub templates failed, per cluster, at the root's
+// last reconcile; no series without) and
 // canopy_propagator_reconcile_duration_seconds, beside controller-runtime's
 // own per-controller metrics (controller="propagator").
 package propagator

@@ -141,12 +141,15 @@ func TestHubTemplatesMissingObjectResolvesWhenCreated(t *testing.T) {
 	create(t, templatePolicy(ns, "waits", map[string]string{"k": `{{hub fromConfigMap "" "later" "k" hub}}`}),
 		newBinding(ns, "pb", "pl", policySubject("waits")))
 	expectCondition(t, ns, "waits", propagator.ReasonHubTemplateError, `"later" not found`)
+	failures := map[string]string{"namespace": ns, "policy": "waits"}
+	NewWithT(t).Eventually(func() float64 { return metricValue("canopy_hub_template_failures", failures) }).Should(Equal(1.0))
 
 	create(t, configMap(ns, "later", map[string]string{"k": "here"}))
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(replicaTemplate(g, "cluster-a", ns, "waits").data).To(HaveKeyWithValue("k", "here"))
 	}).Should(Succeed())
 	expectCondition(t, ns, "waits", propagator.ReasonPropagated)
+	NewWithT(t).Eventually(func() float64 { return metricValue("canopy_hub_template_failures", failures) }).Should(BeZero())
 }
 
 func TestHubTemplatesServiceAccount(t *testing.T) {

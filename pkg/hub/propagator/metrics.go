@@ -6,6 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
 )
 
 var (
@@ -20,6 +22,14 @@ var (
 	hubTemplateResolutions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "canopy_hub_template_resolutions_total",
 		Help: "Resolutions of the hub templates of a root policy's replicas (one per replica resolved).",
+	}, []string{"namespace", "policy"})
+
+	// hubTemplateFailures is, per root policy, the number of its replicas'
+	// templates whose hub templates failed to resolve at its last reconcile;
+	// a root without failures has no series.
+	hubTemplateFailures = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "canopy_hub_template_failures",
+		Help: "Policy templates of a root policy's replicas whose hub templates failed to resolve (one per template and cluster) at its last reconcile.",
 	}, []string{"namespace", "policy"})
 
 	// serviceAccountResolvers is 1 for each ServiceAccount whose hub
@@ -38,7 +48,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(propagationFailures, hubTemplateResolutions, serviceAccountResolvers, reconcileDuration)
+	metrics.Registry.MustRegister(propagationFailures, hubTemplateResolutions, hubTemplateFailures, serviceAccountResolvers, reconcileDuration)
 }
 
 func observeDuration(start time.Time) {
@@ -49,4 +59,15 @@ func observeDuration(start time.Time) {
 func forgetPolicy(key types.NamespacedName) {
 	propagationFailures.DeleteLabelValues(key.Namespace, key.Name)
 	hubTemplateResolutions.DeleteLabelValues(key.Namespace, key.Name)
+	hubTemplateFailures.DeleteLabelValues(key.Namespace, key.Name)
+}
+
+// setHubTemplateFailures sets canopy_hub_template_failures of a root
+// policy, dropping its series when there are none.
+func setHubTemplateFailures(root *policyv1.Policy, failures int) {
+	if failures == 0 {
+		hubTemplateFailures.DeleteLabelValues(root.Namespace, root.Name)
+		return
+	}
+	hubTemplateFailures.WithLabelValues(root.Namespace, root.Name).Set(float64(failures))
 }

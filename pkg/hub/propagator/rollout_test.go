@@ -313,6 +313,10 @@ func TestRolloutBadInput(t *testing.T) {
 		g.Expect(r.Reason).To(Equal(propagator.ReasonDecisionGroupNotFound))
 		g.Expect(r.Message).To(ContainSubstring("[canary-typo]"))
 	}).Should(Succeed())
+	g.Eventually(func() float64 { // read from the hub's cache at each scrape
+		return metricValue("canopy_policy_rollout_stopped",
+			map[string]string{"namespace": ns, "policy": "typo", "reason": propagator.ReasonDecisionGroupNotFound})
+	}).Should(Equal(1.0))
 	expectCondition(t, ns, "bad", propagator.ReasonInvalidRolloutStrategy, `"5m30x"`, "Fix spec.rolloutStrategy")
 	g.Eventually(func(g Gomega) {
 		g.Expect(rolloutOf(g, t, ns, "bad").Reason).To(Equal(propagator.ReasonInvalidRolloutStrategy))

@@ -20,7 +20,8 @@
 // steady hub makes no writes. The pure cores are in status.go.
 //
 // Metrics: canopy_policy_compliance{namespace,policy,cluster} (0 Compliant,
-// 1 NonCompliant, 2 Pending, -1 unknown), collected from the roots' status
-// at each scrape, and
-// canopy_rootstatus_reconcile_duration_seconds{controller}.
+// 1 NonCompliant, 2 Pending, -1 unknown) and
+// canopy_policy_rollout_stopped{namespace,policy,reason} (1 for a root whose
+// status.rollout stopped), both collected from the roots' status at each
+// scrape, and canopy_rootstatus_reconcile_duration_seconds{controller}.
 package rootstatus

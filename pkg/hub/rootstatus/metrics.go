@@ -34,7 +34,15 @@ var (
 		"Compliance of a root policy's replica on a managed cluster: 0 Compliant, 1 NonCompliant, 2 Pending, -1 unknown.",
 		[]string{"namespace", "policy", "cluster"}, nil)
 
-	// complianceMetric collects canopy_policy_compliance.
+	// rolloutStoppedDesc describes canopy_policy_rollout_stopped, which
+	// complianceMetric collects too: 1 for each root policy whose rollout
+	// stopped, by the reason in its status.rollout.
+	rolloutStoppedDesc = prometheus.NewDesc("canopy_policy_rollout_stopped",
+		"1 for a root policy whose rollout stopped (status.rollout.phase Stopped), with the reason; no series otherwise.",
+		[]string{"namespace", "policy", "reason"}, nil)
+
+	// complianceMetric collects canopy_policy_compliance and
+	// canopy_policy_rollout_stopped.
 	complianceMetric = &complianceCollector{readers: map[*client.Reader]bool{}}
 
 	// reconcileDuration measures whole reconciles, by controller.
@@ -85,10 +93,14 @@ var notReplica = func() labels.Requirement {
 }()
 
 // Describe implements prometheus.Collector.
-func (c *complianceCollector) Describe(ch chan<- *prometheus.Desc) { ch <- complianceDesc }
+func (c *complianceCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- complianceDesc
+	ch <- rolloutStoppedDesc
+}
 
-// Collect implements prometheus.Collector: one series per root policy and
-// cluster of its status. A series two managers of one process report (only
+// Collect implements prometheus.Collector: one compliance series per root
+// policy and cluster of its status, and one rollout series per root whose
+// rollout stopped. A series two managers of one process report (only
 // tests run several) is reported once.
 func (c *complianceCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
@@ -103,6 +115,10 @@ func (c *complianceCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for i := range list.Items {
 			root := &list.Items[i]
+			if r := root.Status.Rollout; r != nil && r.Phase == policyv1.RolloutStopped && !seen.Has(root.Namespace+"/"+root.Name) {
+				seen.Insert(root.Namespace + "/" + root.Name)
+				ch <- prometheus.MustNewConstMetric(rolloutStoppedDesc, prometheus.GaugeValue, 1, root.Namespace, root.Name, r.Reason)
+			}
 			for _, s := range root.Status.Status {
 				if key := root.Namespace + "/" + root.Name + "/" + s.ClusterName; !seen.Has(key) {
 					seen.Insert(key)

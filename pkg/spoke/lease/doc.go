@@ -4,4 +4,7 @@
 // other is in the agent's install namespace on the managed cluster, where
 // OCM's klusterlet reads it to set the ManagedClusterAddOn's Available
 // condition. It writes only those Leases.
+//
+// Metric: canopy_agent_lease_renew_timestamp_seconds{namespace,lease}, the
+// Unix time of each Lease's last successful renewal.
 package lease

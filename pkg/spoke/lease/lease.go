@@ -5,13 +5,26 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
+
+// renewedAt is the time of the last renewal of each Lease the agent holds.
+var renewedAt = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "canopy_agent_lease_renew_timestamp_seconds",
+	Help: "Unix time of the agent's last successful renewal of a Lease: the one in its cluster namespace on the hub " +
+		"(namespace is the cluster's name) and the one in its install namespace on the managed cluster.",
+}, []string{"namespace", "lease"})
+
+func init() {
+	metrics.Registry.MustRegister(renewedAt)
+}
 
 // DefaultName is the Lease's name: the addon's name, as OCM's addon lease.
 const DefaultName = "canopy-policy"
@@ -82,6 +95,7 @@ func (u *Updater) Renew(ctx context.Context) error {
 		if err := u.Writer.Create(ctx, l); err != nil {
 			return fmt.Errorf("creating lease %s: %w", key, err)
 		}
+		u.renewed(now.Time)
 		return nil
 	}
 	if err != nil {
@@ -92,7 +106,13 @@ func (u *Updater) Renew(ctx context.Context) error {
 	if err := u.Writer.Update(ctx, l); err != nil {
 		return fmt.Errorf("renewing lease %s: %w", key, err)
 	}
+	u.renewed(now.Time)
 	return nil
+}
+
+// renewed records a successful renewal at t in canopy_agent_lease_renew_timestamp_seconds.
+func (u *Updater) renewed(t time.Time) {
+	renewedAt.WithLabelValues(u.Namespace, u.name()).Set(float64(t.UnixNano()) / float64(time.Second))
 }
 
 // durationSeconds is the Lease's duration: three renewal intervals, in

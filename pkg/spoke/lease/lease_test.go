@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/canopy-policy/canopy/internal/test/controlplane"
 	"github.com/canopy-policy/canopy/pkg/spoke/lease"
@@ -199,4 +200,58 @@ func unreachableWhile(g Gomega, cfg *rest.Config, down *atomic.Bool) client.Clie
 			return c.Update(ctx, obj, opts...)
 		},
 	})
+}
+
+// TestRenewRecordsTheTime: canopy_agent_lease_renew_timestamp_seconds of
+// the Lease is the time of its last successful renewal (the creation, then
+// an update); a failed renewal leaves it.
+func TestRenewRecordsTheTime(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	c := suite.Get(t).Client
+	ns := controlplane.Namespace(t, c)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { return now }
+	u := &lease.Updater{Writer: c, Namespace: ns, Holder: "agent", Now: clock}
+
+	g.Expect(u.Renew(t.Context())).To(Succeed())
+	g.Expect(renewedAt(g, ns)).To(Equal(float64(now.Unix())))
+	now = now.Add(lease.DefaultInterval)
+	g.Expect(u.Renew(t.Context())).To(Succeed())
+	g.Expect(renewedAt(g, ns)).To(Equal(float64(now.Unix())))
+
+	renewed := now
+	now = now.Add(lease.DefaultInterval)
+	withWatch, err := client.NewWithWatch(suite.Get(t).Config, client.Options{Scheme: controlplane.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	failing := interceptor.NewClient(withWatch, interceptor.Funcs{
+		Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
+			return errors.New("the hub is away")
+		},
+	})
+	g.Expect((&lease.Updater{Writer: failing, Namespace: ns, Holder: "agent", Now: clock}).Renew(t.Context())).NotTo(Succeed())
+	g.Expect(renewedAt(g, ns)).To(Equal(float64(renewed.Unix())))
+}
+
+// renewedAt reads canopy_agent_lease_renew_timestamp_seconds of the
+// Lease DefaultName in ns from the registry the agent serves.
+func renewedAt(g Gomega, ns string) float64 {
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "canopy_agent_lease_renew_timestamp_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == ns && labels["lease"] == lease.DefaultName {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	g.Expect(ns).To(BeEmpty(), "no series for the Lease in namespace %s", ns)
+	return 0
 }
