@@ -197,7 +197,7 @@ func (e *evaluation) namespaces(ctx context.Context) ([]namespace, error) {
 	}
 	out := make([]namespace, 0, len(objs))
 	for _, o := range objs {
-		out = append(out, namespace{name: o.GetName(), labels: o.GetLabels()})
+		out = append(out, namespace{name: o.GetName(), labels: o.GetLabels(), terminating: o.GetDeletionTimestamp() != nil})
 	}
 	return out, nil
 }
