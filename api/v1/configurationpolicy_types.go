@@ -453,6 +453,17 @@ type ConfigurationPolicyStatus struct {
 	History []HistoryEvent `json:"history,omitempty"`
 }
 
+// HistoryKeeper is a policy template kind that keeps its compliance history
+// in its status, as OCM's status.history: statussync merges it into the
+// parent Policy's status.details[].history.
+type HistoryKeeper interface {
+	// ComplianceHistory returns status.history, newest first.
+	ComplianceHistory() []HistoryEvent
+}
+
+// ComplianceHistory returns status.history, newest first.
+func (p *ConfigurationPolicy) ComplianceHistory() []HistoryEvent { return p.Status.History }
+
 // ConfigurationPolicyHistoryLimit is the length of status.history of a
 // ConfigurationPolicy, as in OCM.
 const ConfigurationPolicyHistoryLimit = 10
