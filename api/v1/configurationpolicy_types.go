@@ -207,7 +207,12 @@ type ObjectTemplate struct {
 	ObjectDefinition runtime.RawExtension `json:"objectDefinition"`
 
 	// RecordDiff says whether and where to record the difference between the
-	// object and the template.
+	// object and the template: InStatus in
+	// status.relatedObjects[].properties.diff, Log in the agent's log, None
+	// nowhere. Unset, it is InStatus, except for ConfigMap, Secret,
+	// OAuthAccessToken, OAuthAuthorizeTokens and Route and for templates
+	// that read Secrets or encrypted values, whose difference is replaced by
+	// a notice, as in OCM. A Secret's difference is never recorded.
 	//
 	// +optional
 	RecordDiff RecordDiff `json:"recordDiff,omitempty"`
@@ -453,15 +458,8 @@ type ConfigurationPolicyStatus struct {
 	History []HistoryEvent `json:"history,omitempty"`
 }
 
-// HistoryKeeper is a policy template kind that keeps its compliance history
-// in its status, as OCM's status.history: statussync merges it into the
-// parent Policy's status.details[].history.
-type HistoryKeeper interface {
-	// ComplianceHistory returns status.history, newest first.
-	ComplianceHistory() []HistoryEvent
-}
-
-// ComplianceHistory returns status.history, newest first.
+// ComplianceHistory returns status.history, newest first: statussync
+// merges it into the parent Policy's status.details[].history.
 func (p *ConfigurationPolicy) ComplianceHistory() []HistoryEvent { return p.Status.History }
 
 // ConfigurationPolicyHistoryLimit is the length of status.history of a

@@ -7,7 +7,7 @@
 // HistoryLimit entries, deduplicated by event) and status.compliant
 // (NonCompliant > Pending > Compliant; empty while a template has not
 // reported). The status.history of a template object that keeps one
-// (policyv1.HistoryKeeper: ConfigurationPolicy) joins that history, as
+// (historyKeeper: ConfigurationPolicy) joins that history, as
 // OCM's framework addon merges it, so that it outlives the events
 // (history.go). It needs only the managed cluster, so compliance keeps being
 // recorded while the hub is unreachable.

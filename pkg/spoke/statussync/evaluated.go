@@ -35,7 +35,7 @@ type TemplateObject struct {
 	// from (replica.PolicyGenerationAnnotation); 0 when unknown.
 	PolicyGeneration int64
 	// History is the object's status.history, for the kinds that keep one
-	// (policyv1.HistoryKeeper).
+	// (historyKeeper).
 	History []policyv1.HistoryEvent
 }
 
@@ -194,7 +194,7 @@ func (r *Reconciler) readTemplateObject(ctx context.Context, reader client.Reade
 	}
 	gen, _ := strconv.ParseInt(obj.GetAnnotations()[replica.PolicyGenerationAnnotation], 10, 64)
 	out := &TemplateObject{UID: obj.GetUID(), Version: obj.GetAnnotations()[compliance.TemplateHashAnnotation], PolicyGeneration: gen}
-	if h, ok := obj.(policyv1.HistoryKeeper); ok {
+	if h, ok := obj.(historyKeeper); ok {
 		out.History = h.ComplianceHistory()
 	}
 	return out, nil

@@ -12,11 +12,18 @@ import (
 )
 
 // Template kinds that keep a compliance history in their status (OCM's
-// status.history, policyv1.HistoryKeeper) have it merged into the Policy's
+// status.history, historyKeeper) have it merged into the Policy's
 // history, as OCM's governance-policy-framework-addon merges it
 // (controllers/statussync/policy_status_sync.go, getEventsInTemplate and
 // mergeDetails): the history outlives the events, which the API server
 // drops after an hour.
+
+// historyKeeper is a policy template kind that keeps its compliance
+// history in its status, as OCM's status.history (ConfigurationPolicy).
+type historyKeeper interface {
+	// ComplianceHistory returns status.history, newest first.
+	ComplianceHistory() []policyv1.HistoryEvent
+}
 
 // TemplateEntries returns the entries of the templates' status.history
 // (histories, by template name, of the template objects that exist now and
