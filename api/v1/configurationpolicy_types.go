@@ -65,7 +65,11 @@ func (c ComplianceType) IsMustNotHave() bool {
 }
 
 // RecordDiff says whether and where the difference between an object and
-// its template is recorded.
+// its template is recorded. Unset, it is InStatus, except for kinds that
+// hold sensitive data (ConfigMap, Secret, OAuthAccessToken,
+// OAuthAuthorizeTokens, Route) and templates that read Secrets or
+// encrypted values, whose difference is replaced by a notice, as in OCM.
+// A Secret's difference is never recorded.
 //
 // +kubebuilder:validation:Enum=Log;InStatus;None
 type RecordDiff string
@@ -110,6 +114,37 @@ type Target struct {
 	// +optional
 	Exclude []NonEmptyString `json:"exclude,omitempty"`
 }
+
+// NamespaceSelector is the namespaceSelector of a ConfigurationPolicy: a
+// Target, and whether it selects terminating namespaces.
+type NamespaceSelector struct {
+	Target `json:",inline"`
+
+	// TerminatingInclusion says whether terminating namespaces (with a
+	// deletionTimestamp) are selected: IfMatch selects them when they match
+	// the other rules, Never never selects them, and Default (or empty)
+	// does as the agent's default, IfMatch. The values are OCM's.
+	//
+	// +optional
+	// +kubebuilder:default:=Default
+	TerminatingInclusion TerminatingInclusion `json:"terminatingInclusion,omitempty"`
+}
+
+// TerminatingInclusion says whether a namespaceSelector selects terminating
+// namespaces.
+//
+// +kubebuilder:validation:Enum=IfMatch;Never;Default
+type TerminatingInclusion string
+
+const (
+	// TerminatingIfMatch selects terminating namespaces that match the
+	// other rules.
+	TerminatingIfMatch TerminatingInclusion = "IfMatch"
+	// TerminatingNever never selects a terminating namespace.
+	TerminatingNever TerminatingInclusion = "Never"
+	// TerminatingDefault does as the agent's default (IfMatch).
+	TerminatingDefault TerminatingInclusion = "Default"
+)
 
 // EvaluationInterval is the least time between two evaluations of a
 // ConfigurationPolicy, per compliance state: a Go duration, "never" (do not
@@ -172,7 +207,12 @@ type ObjectTemplate struct {
 	ObjectDefinition runtime.RawExtension `json:"objectDefinition"`
 
 	// RecordDiff says whether and where to record the difference between the
-	// object and the template.
+	// object and the template: InStatus in
+	// status.relatedObjects[].properties.diff, Log in the agent's log, None
+	// nowhere. Unset, it is InStatus, except for ConfigMap, Secret,
+	// OAuthAccessToken, OAuthAuthorizeTokens and Route and for templates
+	// that read Secrets or encrypted values, whose difference is replaced by
+	// a notice, as in OCM. A Secret's difference is never recorded.
 	//
 	// +optional
 	RecordDiff RecordDiff `json:"recordDiff,omitempty"`
@@ -206,7 +246,7 @@ type ConfigurationPolicySpec struct {
 	// whose template names no namespace.
 	//
 	// +optional
-	NamespaceSelector Target `json:"namespaceSelector,omitempty"`
+	NamespaceSelector NamespaceSelector `json:"namespaceSelector,omitempty"`
 
 	// ObjectTemplates are the objects to check, create, update or delete.
 	//
@@ -408,6 +448,38 @@ type ConfigurationPolicyStatus struct {
 	//
 	// +optional
 	LastEvaluatedGeneration int64 `json:"lastEvaluatedGeneration,omitempty"`
+
+	// History are the most recent compliance messages of the policy, newest
+	// first, at most 10 (ConfigurationPolicyHistoryLimit): one per compliance
+	// event sent to the parent Policy (or, without a parent, per change of
+	// the message).
+	//
+	// +optional
+	History []HistoryEvent `json:"history,omitempty"`
+}
+
+// ComplianceHistory returns status.history, newest first: statussync
+// merges it into the parent Policy's status.details[].history.
+func (p *ConfigurationPolicy) ComplianceHistory() []HistoryEvent { return p.Status.History }
+
+// ConfigurationPolicyHistoryLimit is the length of status.history of a
+// ConfigurationPolicy, as in OCM.
+const ConfigurationPolicyHistoryLimit = 10
+
+// HistoryEvent is a compliance message of a policy template and when it was
+// sent.
+type HistoryEvent struct {
+	// LastTimestamp is when the message was sent: the time of the
+	// compliance event that carried it.
+	//
+	// +optional
+	LastTimestamp metav1.MicroTime `json:"lastTimestamp,omitempty"`
+
+	// Message is the compliance message, starting with the state
+	// ("NonCompliant; violation - ...").
+	//
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ConfigurationPolicy checks, and under enforce creates, updates or deletes,

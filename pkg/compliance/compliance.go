@@ -18,9 +18,11 @@ const ReasonPrefix = "policy: "
 // MaxMessageLength is the longest event message written, in bytes; longer
 // messages are cut at a character boundary and end with "...".
 //
-// Note: OCM cuts at 1024 characters; the API server's events.k8s.io limit
-// is 1024 bytes, so bytes it is.
-const MaxMessageLength = 1024
+// Note: OCM's config-policy-controller caps its compliance messages at 4096
+// (controllers/configurationpolicy_controller.go, updatePolicyStatus, since
+// 2025); the API server limits core/v1 Event messages only by the object's
+// size (the 1024-byte note limit is events.k8s.io's).
+const MaxMessageLength = 4096
 
 // Event actions: what the evaluator did. They let a restarted Recorder know
 // whether the last event it finds was a remediation.

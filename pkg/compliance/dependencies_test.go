@@ -112,7 +112,7 @@ func TestParsePendingOfOtherMessages(t *testing.T) {
 func TestParsePendingOfTruncatedMessage(t *testing.T) {
 	g := NewWithT(t)
 	var deps []UnmetDependency
-	for i := range 60 {
+	for i := range 300 {
 		deps = append(deps, unmet("ConfigurationPolicy", "some-long-template-name-"+strings.Repeat("x", i%7), UnmetNotFound))
 	}
 	c := Compliance{State: policyv1.Pending, Message: PendingMessage(deps, false)}
@@ -121,7 +121,7 @@ func TestParsePendingOfTruncatedMessage(t *testing.T) {
 	got, _, ok := ParsePending(msg)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(len(got)).To(BeNumerically(">", 10))
-	g.Expect(len(got)).To(BeNumerically("<", 60))
+	g.Expect(len(got)).To(BeNumerically("<", 300))
 	for _, u := range got {
 		g.Expect(u.Kind).To(Equal("ConfigurationPolicy"))
 		g.Expect(u.Name).To(HavePrefix("some-long-template-name-"))

@@ -133,27 +133,47 @@ func (r *Recorder) WithClock(c clock.PassiveClock) *Recorder {
 // wrong, which is news — or when opts.Visible shows something else, newer
 // than the last event.
 func (r *Recorder) Record(ctx context.Context, parent Parent, c Compliance, opts RecordOptions) (bool, error) {
+	sent, err := r.record(ctx, parent, c, opts)
+	return sent != nil, err
+}
+
+// Sent is a compliance event a Recorder wrote.
+type Sent struct {
+	// Name is the event's name.
+	Name string
+	// At is the event's time, to the nanosecond (the API server keeps
+	// seconds of an event's times; its name keeps the nanoseconds).
+	At time.Time
+	// Message is the event's message, "<State>; <message>".
+	Message string
+}
+
+// record is Record, returning the event it wrote (nil when none).
+func (r *Recorder) record(ctx context.Context, parent Parent, c Compliance, opts RecordOptions) (*Sent, error) {
 	key := recordKey{parent: parent.UID, reason: c.Reason()}
 	last, err := r.lastRecorded(ctx, parent, key, opts.object())
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	emit, remember := decide(last, c, opts)
+	var sent *Sent
 	if emit {
-		ev := NewEvent(parent, c, r.source, opts.Related, opts.Remediated, r.now())
+		at := r.now()
+		ev := NewEvent(parent, c, r.source, opts.Related, opts.Remediated, at)
 		if opts.Version != "" {
 			ev.Annotations = map[string]string{TemplateVersionAnnotation: opts.Version}
 		}
 		if err := r.writer.Create(ctx, ev); err != nil {
-			return false, fmt.Errorf("creating compliance event %s/%s: %w", ev.Namespace, ev.Name, err)
+			return nil, fmt.Errorf("creating compliance event %s/%s: %w", ev.Namespace, ev.Name, err)
 		}
 		remember.event, remember.at = ev.Name, ev.LastTimestamp.Time
+		sent = &Sent{Name: ev.Name, At: at, Message: ev.Message}
 	}
 	r.mu.Lock()
 	r.last[key] = remember
 	delete(r.past, key) // what the API server had is superseded by memory
 	r.mu.Unlock()
-	return emit, nil
+	return sent, nil
 }
 
 // Forget drops what r remembers of template's events, on every parent;

@@ -21,9 +21,19 @@ import (
 // is recorded.
 func (r *Recorder) RecordTemplate(ctx context.Context, reader client.Reader, template client.Object,
 	gvk schema.GroupVersionKind, state policyv1.ComplianceState, message string, remediated bool) error {
+	_, _, err := r.RecordTemplateSent(ctx, reader, template, gvk, state, message, remediated)
+	return err
+}
+
+// RecordTemplateSent is RecordTemplate, and also returns whether the
+// template has a parent Policy and the event written (nil when none was):
+// an evaluator that keeps a history in the template's status (OCM's
+// status.history) records there what its parent was sent.
+func (r *Recorder) RecordTemplateSent(ctx context.Context, reader client.Reader, template client.Object,
+	gvk schema.GroupVersionKind, state policyv1.ComplianceState, message string, remediated bool) (bool, *Sent, error) {
 	parent, err := ParentOf(ctx, reader, template)
 	if err != nil || parent == nil {
-		return err
+		return false, nil, err
 	}
 	c := Compliance{
 		Template: types.NamespacedName{Namespace: template.GetNamespace(), Name: template.GetName()},
@@ -32,14 +42,14 @@ func (r *Recorder) RecordTemplate(ctx context.Context, reader client.Reader, tem
 	}
 	related := &corev1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
 		Namespace: template.GetNamespace(), Name: template.GetName(), UID: template.GetUID()}
-	recorded, err := r.Record(ctx, *parent, c, RecordOptions{Related: related, Remediated: remediated,
+	sent, err := r.record(ctx, *parent, c, RecordOptions{Related: related, Remediated: remediated,
 		Version: template.GetAnnotations()[TemplateHashAnnotation]})
 	if err != nil {
-		return fmt.Errorf("recording the compliance of %s: %w", klog.KObj(template), err)
+		return true, nil, fmt.Errorf("recording the compliance of %s: %w", klog.KObj(template), err)
 	}
-	if recorded {
+	if sent != nil {
 		ctrl.LoggerFrom(ctx).Info("Compliance changed", "template", klog.KObj(template), "kind", gvk.Kind,
 			"compliant", state, "remediated", remediated)
 	}
-	return nil
+	return true, sent, nil
 }

@@ -6,10 +6,13 @@
 // and is the only writer of its status: compliant, compliancyDetails (one
 // entry per object template, with OCM's messages such as "configmaps
 // [app-config] found but not as specified in namespace default"),
-// relatedObjects (with properties.createdByPolicy and uid) and
-// lastEvaluated/lastEvaluatedGeneration. It adds and removes the finalizer
+// relatedObjects (with properties.createdByPolicy, uid, diff and
+// matchesAfterDryRun), lastEvaluated/lastEvaluatedGeneration and history
+// (the last 10 compliance messages sent to the parent, newest first, with
+// the events' times; history.go). It adds and removes the finalizer
 // PruneFinalizer, and records compliance events on the parent Policy
-// through pkg/compliance — one per change, not one per evaluation.
+// through pkg/compliance — one per change, not one per evaluation — with
+// messages capped at 4096 bytes ("...[truncated]"), as OCM caps them.
 //
 // Each object template is compared with the objects on the cluster by a
 // pure function (compareObject, compare.go, on pkg/compare's Matches and
@@ -24,7 +27,8 @@
 // Kinds are resolved through discovery; a kind that is not served makes
 // the template NonCompliant and is looked up again when its CRD appears.
 // Namespaced templates without a namespace apply in every namespace the
-// policy's namespaceSelector chooses (namespaces.go).
+// policy's namespaceSelector chooses (namespaces.go); terminating
+// namespaces too unless terminatingInclusion is Never.
 //
 // evaluationInterval "watch" (the default) reads objects through
 // github.com/stolostron/kubernetes-dependency-watches, which watches every
@@ -39,8 +43,13 @@
 // NonCompliant with a message saying why. Refusals a retry cannot fix wait
 // for a change; other failures are retried with a bounded backoff.
 //
-// recordDiff InStatus puts a unified diff (YAML; Secrets redacted) in
-// relatedObjects[].properties.diff; Log logs it.
+// recordDiff InStatus puts a unified diff (YAML, OCM's format: 5 lines of
+// context, at most 50 lines) in relatedObjects[].properties.diff; Log logs
+// it; None records nothing. Unset, it is InStatus, except for ConfigMap,
+// Secret, OAuthAccessToken, OAuthAuthorizeTokens and Route and for
+// templates that read Secrets or encrypted values, whose diff is OCM's
+// notice that it is redacted. A Secret's diff is never recorded, whatever
+// recordDiff says (diff.go).
 //
 // Managed-cluster templates (resolve*.go, decrypt.go): Go templates ({{ }})
 // anywhere in an object definition — values, names, namespaces — and

@@ -197,7 +197,7 @@ func (e *evaluation) namespaces(ctx context.Context) ([]namespace, error) {
 	}
 	out := make([]namespace, 0, len(objs))
 	for _, o := range objs {
-		out = append(out, namespace{name: o.GetName(), labels: o.GetLabels()})
+		out = append(out, namespace{name: o.GetName(), labels: o.GetLabels(), terminating: o.GetDeletionTimestamp() != nil})
 	}
 	return out, nil
 }
@@ -433,9 +433,15 @@ func (e *evaluation) fix(ctx context.Context, t *objectTemplate, gvr depclient.S
 }
 
 // recordDiff returns the difference between existing and desired when the
-// template's recordDiff is InStatus, and logs it when it is Log.
+// template's recordDiff is InStatus (the default of most kinds,
+// recordDiffFor), logs it when it is Log, and returns censoredDiff when it
+// is censored.
 func (e *evaluation) recordDiff(ctx context.Context, t *objectTemplate, existing *unstructured.Unstructured, desired map[string]any) string {
-	if t.recordDiff != policyv1.RecordDiffInStatus && t.recordDiff != policyv1.RecordDiffLog {
+	switch recordDiffFor(t.recordDiff, t.gvk) {
+	case recordDiffCensored:
+		return censoredDiff
+	case policyv1.RecordDiffInStatus, policyv1.RecordDiffLog:
+	default:
 		return ""
 	}
 	id := existing.GetName()

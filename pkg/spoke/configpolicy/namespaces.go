@@ -15,18 +15,22 @@ import (
 type namespace struct {
 	name   string
 	labels map[string]string
+	// terminating says that the namespace has a deletionTimestamp.
+	terminating bool
 }
 
 // namespaceSelector is a parsed policy namespaceSelector.
 type namespaceSelector struct {
 	target policyv1.Target
 	labels labels.Selector
+	// terminating says whether terminating namespaces are selected.
+	terminating bool
 }
 
 // parseNamespaceSelector checks sel's patterns and label selector. It is
 // called before the namespaces are listed, so a selector that cannot parse
 // never watches namespaces: no namespace change can correct it.
-func parseNamespaceSelector(sel policyv1.Target) (*namespaceSelector, error) {
+func parseNamespaceSelector(sel policyv1.NamespaceSelector) (*namespaceSelector, error) {
 	for _, p := range slices.Concat(sel.Include, sel.Exclude) {
 		if _, err := filepath.Match(string(p), ""); err != nil {
 			return nil, fmt.Errorf("pattern %q: %w", p, err)
@@ -39,14 +43,25 @@ func parseNamespaceSelector(sel policyv1.Target) (*namespaceSelector, error) {
 			return nil, err
 		}
 	}
-	return &namespaceSelector{target: sel, labels: lsel}, nil
+	return &namespaceSelector{target: sel.Target, labels: lsel, terminating: includesTerminating(sel.TerminatingInclusion)}, nil
+}
+
+// includesTerminating reports whether terminatingInclusion selects
+// terminating namespaces: IfMatch does, Never does not, and Default (or
+// empty) does as the agent's default, which is OCM's default, IfMatch.
+//
+// Note: OCM's controller flag --default-terminating-namespace-inclusion can
+// make Default drop them; the agent has no such flag.
+func includesTerminating(ti policyv1.TerminatingInclusion) bool {
+	return ti != policyv1.TerminatingNever
 }
 
 // selectNamespaces returns, sorted, the names of the namespaces sel
 // chooses: a namespace must match an include pattern (or, with no include
 // patterns, any name when a label selector is set), the label selector, and
-// no exclude pattern. Patterns are filepath.Match globs. A selector with
-// neither include patterns nor a label selector chooses nothing.
+// no exclude pattern, and be selected when terminating (terminatingInclusion).
+// Patterns are filepath.Match globs. A selector with neither include patterns
+// nor a label selector chooses nothing.
 func (s *namespaceSelector) selectNamespaces(all []namespace) []string {
 	sel := s.target
 	if len(sel.Include) == 0 && sel.LabelSelector == nil {
@@ -54,6 +69,9 @@ func (s *namespaceSelector) selectNamespaces(all []namespace) []string {
 	}
 	var names []string
 	for _, ns := range all {
+		if ns.terminating && !s.terminating {
+			continue
+		}
 		if len(sel.Include) > 0 && !anyMatch(sel.Include, ns.name) {
 			continue
 		}

@@ -120,8 +120,11 @@ func (e *evaluation) evaluateOne(ctx context.Context, rs *resolution, index int,
 	if rs == nil || !rs.sensitive {
 		return e.evaluateTemplate(ctx, rs, index, ot)
 	}
-	if ot.RecordDiff == policyv1.RecordDiffLog {
+	switch ot.RecordDiff {
+	case policyv1.RecordDiffLog:
 		ot.RecordDiff = policyv1.RecordDiffInStatus // the notice that the diff is redacted, never a log line
+	case "":
+		ot.RecordDiff = recordDiffCensored // as OCM, unset on a template that reads sensitive data
 	}
 	var objects []*objectTemplate
 	if t, terr := parseTemplate(e.policy.Name, index, ot); terr == nil {

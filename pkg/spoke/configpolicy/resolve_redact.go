@@ -23,7 +23,7 @@ const plainMaskLength = 8
 // sensitively runs evaluate, the evaluation of objects resolved from
 // Secrets or encrypted values, and keeps those values out of what it
 // reports: diffs are replaced by redactedDiff (recordDiff Log records that
-// notice in the status instead of logging), and the values resolution put
+// notice in the status instead of logging; unset, OCM's censoredDiff), and the values resolution put
 // in the objects — those not in written, the definition as written — are
 // masked in messages and in the errors that are retried or logged. Names,
 // namespaces and kinds stay: messages name objects. customMessage does not
@@ -31,8 +31,11 @@ const plainMaskLength = 8
 func (e *evaluation) sensitively(written []byte, objects []*objectTemplate, evaluate func() templateOutcome) templateOutcome {
 	values := map[string]bool{}
 	for _, d := range objects {
-		if d.recordDiff == policyv1.RecordDiffLog {
+		switch d.recordDiff {
+		case policyv1.RecordDiffLog:
 			d.recordDiff = policyv1.RecordDiffInStatus
+		case "":
+			d.recordDiff = recordDiffCensored // as OCM, unset on a template that reads sensitive data
 		}
 		collectValues(d.object, values)
 		delete(values, d.name)
@@ -52,7 +55,7 @@ func (e *evaluation) sensitively(written []byte, objects []*objectTemplate, eval
 	}
 	for i := range out.related {
 		out.related[i].Reason = mask.Replace(out.related[i].Reason)
-		if p := out.related[i].Properties; p != nil && p.Diff != "" {
+		if p := out.related[i].Properties; p != nil && p.Diff != "" && p.Diff != censoredDiff {
 			p.Diff = redactedDiff
 		}
 	}

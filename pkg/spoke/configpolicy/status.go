@@ -183,6 +183,7 @@ func evaluatedStatus(policy *policyv1.ConfigurationPolicy, outcomes []templateOu
 		ComplianceState:         policyv1.Compliant,
 		LastEvaluated:           now.UTC().Format(time.RFC3339),
 		LastEvaluatedGeneration: policy.Generation,
+		History:                 prev.History, // record (controller.go) adds this evaluation's
 	}
 	if len(outcomes) == 0 {
 		msg := policy.Name + " contains no object templates to check, and thus has no violations"

@@ -122,7 +122,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 		client.MatchingFields{EventUIDIndex: string(policy.UID)}); err != nil {
 		return fmt.Errorf("listing events of policy %s: %w", klog.KObj(policy), err)
 	}
-	objects, err := r.templateObjects(ctx, policy, events.Items)
+	objects, histories, err := r.templateObjects(ctx, policy, events.Items)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 		ctrl.LoggerFrom(ctx).V(4).Info("Ignored a compliance event about another template object", "policy", klog.KObj(policy),
 			"event", ev.Name, "template", ev.Reason, "related", ev.Related)
 	}
-	details := Details(TemplateNames(policy), Entries(string(policy.UID), current), policy.Status.Details)
+	entries := Entries(string(policy.UID), current)
+	entries = append(entries, TemplateEntries(policy.Name, histories, entries, policy.Status.Details)...)
+	details := Details(TemplateNames(policy), entries, policy.Status.Details)
 	policy.Status.Details = details
 	policy.Status.ComplianceState = PolicyCompliance(details)
 	evaluated, err := r.evaluatedObjects(ctx, policy, current)

@@ -6,7 +6,10 @@
 // status.details[] (one entry per template, history newest first, at most
 // HistoryLimit entries, deduplicated by event) and status.compliant
 // (NonCompliant > Pending > Compliant; empty while a template has not
-// reported). It needs only the managed cluster, so compliance keeps being
+// reported). The status.history of a template object that keeps one
+// (historyKeeper: ConfigurationPolicy) joins that history, as
+// OCM's framework addon merges it, so that it outlives the events
+// (history.go). It needs only the managed cluster, so compliance keeps being
 // recorded while the hub is unreachable.
 //
 // A stale event never wins: an event enters the history only if it counts

@@ -34,6 +34,9 @@ type TemplateObject struct {
 	// PolicyGeneration is the generation of the local Policy it was written
 	// from (replica.PolicyGenerationAnnotation); 0 when unknown.
 	PolicyGeneration int64
+	// History is the object's status.history, for the kinds that keep one
+	// (historyKeeper).
+	History []policyv1.HistoryEvent
 }
 
 // ConditionEvaluated is statussync's condition on a local Policy: True,
@@ -190,5 +193,9 @@ func (r *Reconciler) readTemplateObject(ctx context.Context, reader client.Reade
 		return nil, nil
 	}
 	gen, _ := strconv.ParseInt(obj.GetAnnotations()[replica.PolicyGenerationAnnotation], 10, 64)
-	return &TemplateObject{UID: obj.GetUID(), Version: obj.GetAnnotations()[compliance.TemplateHashAnnotation], PolicyGeneration: gen}, nil
+	out := &TemplateObject{UID: obj.GetUID(), Version: obj.GetAnnotations()[compliance.TemplateHashAnnotation], PolicyGeneration: gen}
+	if h, ok := obj.(historyKeeper); ok {
+		out.History = h.ComplianceHistory()
+	}
+	return out, nil
 }

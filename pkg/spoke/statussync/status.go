@@ -106,16 +106,16 @@ func Details(templates []string, entries []Entry, previous []policyv1.DetailsPer
 	return out
 }
 
-// sortHistory deduplicates h by event name (or message and time when a
-// name is missing), sorts it newest first and cuts it to HistoryLimit.
+// sortHistory deduplicates h by message and the time in the event name to
+// the microsecond (the time when a name is missing; historyKey), so that
+// an event and the template's status.history entry that repeats it count
+// once, whichever came first; it sorts h newest first and cuts it to
+// HistoryLimit.
 func sortHistory(h []policyv1.ComplianceHistory) []policyv1.ComplianceHistory {
 	seen := map[string]bool{}
 	var out []policyv1.ComplianceHistory
 	for _, e := range h {
-		key := e.EventName
-		if key == "" {
-			key = e.LastTimestamp.UTC().String() + "|" + e.Message
-		}
+		key := historyKey("", e)
 		if seen[key] {
 			continue
 		}

@@ -64,46 +64,42 @@ func templateKinds(policy *policyv1.Policy) map[string]schema.GroupVersionKind {
 
 // templateObjects returns the UID of each template object of policy that
 // exists now, by template name (absent: none), reading the cache and, for a
-// template with an event the cache contradicts, the API server.
-func (r *Reconciler) templateObjects(ctx context.Context, policy *policyv1.Policy, events []corev1.Event) (map[string]types.UID, error) {
+// template with an event the cache contradicts, the API server; and the
+// status.history of those that keep one, by template name.
+func (r *Reconciler) templateObjects(ctx context.Context, policy *policyv1.Policy, events []corev1.Event) (map[string]types.UID, map[string][]policyv1.HistoryEvent, error) {
 	kinds := templateKinds(policy)
 	objects := map[string]types.UID{}
+	histories := map[string][]policyv1.HistoryEvent{}
+	keep := func(name string, obj *TemplateObject) {
+		delete(objects, name)
+		delete(histories, name)
+		if obj != nil {
+			objects[name] = obj.UID
+			if len(obj.History) > 0 {
+				histories[name] = obj.History
+			}
+		}
+	}
 	for name, gvk := range kinds {
-		uid, err := r.readTemplate(ctx, r.templates, policy, gvk, name)
+		obj, err := r.readTemplateObject(ctx, r.templates, policy, gvk, name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if uid != "" {
-			objects[name] = uid
-		}
+		keep(name, obj)
 	}
 	for _, name := range Contradicted(string(policy.UID), events, objects, r.gone.has) {
 		gvk, ok := kinds[name]
 		if !ok {
 			continue // nothing to read: no object of this template can exist
 		}
-		uid, err := r.readTemplate(ctx, r.ManagedReader, policy, gvk, name)
+		obj, err := r.readTemplateObject(ctx, r.ManagedReader, policy, gvk, name)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		delete(objects, name)
-		if uid != "" {
-			objects[name] = uid
-		}
-		r.gone.add(staleUIDs(string(policy.UID), events, name, uid)...)
+		keep(name, obj)
+		r.gone.add(staleUIDs(string(policy.UID), events, name, objects[name])...)
 	}
-	return objects, nil
-}
-
-// readTemplate returns the UID of the object of template name, of kind gvk,
-// when it exists and is policy's (templatesync labels it so), through
-// reader; empty otherwise, also when the cluster serves no such kind.
-func (r *Reconciler) readTemplate(ctx context.Context, reader client.Reader, policy *policyv1.Policy, gvk schema.GroupVersionKind, name string) (types.UID, error) {
-	obj, err := r.readTemplateObject(ctx, reader, policy, gvk, name)
-	if obj == nil || err != nil {
-		return "", err
-	}
-	return obj.UID, nil
+	return objects, histories, nil
 }
 
 // templateObject is an empty object of kind gvk to read a template into:
