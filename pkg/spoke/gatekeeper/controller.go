@@ -57,7 +57,7 @@ type Reconciler struct {
 	// Recorder records compliance events on the parent Policies; share the
 	// one of templatesync and the evaluators.
 	Recorder *compliance.Recorder
-	watches *depwatch.Lifecycle // set by SetupWithManager
+	watches  *depwatch.Lifecycle // set by SetupWithManager
 }
 
 // SetupWithManager registers the controller and its watcher of Gatekeeper
