@@ -67,7 +67,7 @@ test: lint verify envtest-assets ocm-assets gatekeeper-assets ## Run every test 
 FUZZTIME ?= 10s
 
 .PHONY: fuzz
-fuzz: envtest-assets ocm-assets gatekeeper-assets ## Run every Fuzz target for FUZZTIME each (make fuzz FUZZTIME=10m for a long run).
+fuzz: envtest-assets ocm-assets ## Run every Fuzz target for FUZZTIME each (make fuzz FUZZTIME=10m for a long run).
 	@for file in $$(grep -rl --include='*_test.go' '^func Fuzz' api cmd internal pkg test | sort); do \
 		for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
 			echo "go test -run '^\$$' -fuzz '^$$target\$$' -fuzztime $(FUZZTIME) ./$$(dirname $$file)"; \
