@@ -227,4 +227,3 @@ func logTail(path string) string {
 	}
 	return string(bytes.Join(lines, []byte("\n")))
 }
-

@@ -198,7 +198,9 @@ func TestGatekeeperTemplates(t *testing.T) {
 
 	t.Log("The policy deleted: its cluster-scoped templates too")
 	g.Expect(env.Hub.Client.Delete(ctx, replica)).To(Succeed())
-	g.Eventually(func() bool { return exists(t, managed.Client, owner) || exists(t, managed.Client, constraintTemplateObject()) }).
+	g.Eventually(func() bool {
+		return exists(t, managed.Client, owner) || exists(t, managed.Client, constraintTemplateObject())
+	}).
 		WithTimeout(eventually).Should(BeFalse())
 }
 
