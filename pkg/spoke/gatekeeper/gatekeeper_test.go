@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -21,9 +22,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/yaml"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
 	gkenv "github.com/canopy-policy/canopy/internal/test/gatekeeper"
 	"github.com/canopy-policy/canopy/internal/test/testenv"
 	"github.com/canopy-policy/canopy/pkg/compliance"
@@ -52,58 +53,11 @@ const (
 	poll       = 200 * time.Millisecond
 )
 
-const constraintTemplate = `
-apiVersion: templates.gatekeeper.sh/v1
-kind: ConstraintTemplate
-metadata:
-  name: k8srequiredlabels
-spec:
-  crd:
-    spec:
-      names:
-        kind: K8sRequiredLabels
-      validation:
-        openAPIV3Schema:
-          type: object
-          properties:
-            labels:
-              type: array
-              items:
-                type: string
-  targets:
-    - target: admission.k8s.gatekeeper.sh
-      rego: |
-        package k8srequiredlabels
-        violation[{"msg": msg}] {
-          provided := {label | input.review.object.metadata.labels[label]}
-          required := {label | label := input.parameters.labels[_]}
-          missing := required - provided
-          count(missing) > 0
-          msg := sprintf("you must provide labels: %v", [missing])
-        }
-`
+// constraintName is the constraint of examples/gatekeeper/policy.yaml.
+const constraintName = "team-namespaces-have-owner"
 
-// constraint requires label on the namespaces labelled canopy-gk=$CLUSTER.
-const constraint = `
-apiVersion: constraints.gatekeeper.sh/v1beta1
-kind: K8sRequiredLabels
-metadata:
-  name: ns-must-have-$LABEL
-spec:
-  enforcementAction: warn
-  match:
-    kinds:
-      - apiGroups: [""]
-        kinds: ["Namespace"]
-    labelSelector:
-      matchLabels:
-        canopy-gk: $CLUSTER
-  parameters:
-    labels: ["$LABEL"]
-`
-
-// TestGatekeeperTemplates runs a Policy with a ConstraintTemplate and a
-// constraint through the agent: first without Gatekeeper, then with real
+// TestGatekeeperTemplates runs the Policy of examples/gatekeeper, a
+// ConstraintTemplate and a constraint, through the agent: first without Gatekeeper, then with real
 // Gatekeeper auditing, and checks what the hub replica reports against
 // OCM's messages (open-cluster-management-io/governance-policy-framework-addon:
 // controllers/templatesync/template_sync.go for "Mapping not found, check if
@@ -128,7 +82,8 @@ func TestGatekeeperTemplates(t *testing.T) {
 	replica := &policyv1.Policy{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "root.gatekeeper", Labels: map[string]string{
 		policyv1.RootPolicyLabel: "root.gatekeeper", policyv1.ClusterNameLabel: name, policyv1.ClusterNamespaceLabel: name,
 	}}}
-	replica.Spec.PolicyTemplates = templates(t, name, "owner")
+	replica.Spec.RemediationAction = policyv1.Inform // as the example: the constraint's enforcementAction is warn
+	replica.Spec.PolicyTemplates = templates(t, "owner")
 	g.Expect(env.Hub.Client.Create(ctx, replica)).To(Succeed())
 	status := hubStatus(ctx, env.Hub.Client, replica)
 
@@ -136,17 +91,17 @@ func TestGatekeeperTemplates(t *testing.T) {
 	g.Eventually(status).WithTimeout(eventually).WithPolling(poll).Should(And(
 		HaveKeyWithValue("k8srequiredlabels", "NonCompliant; template-error; Mapping not found, check if Gatekeeper is installed: "+
 			"the resource version was not found: templates.gatekeeper.sh/v1, Kind=ConstraintTemplate"),
-		HaveKeyWithValue("ns-must-have-owner", "NonCompliant; template-error; Mapping not found, check if Gatekeeper is installed: "+
+		HaveKeyWithValue(constraintName, "NonCompliant; template-error; Mapping not found, check if Gatekeeper is installed: "+
 			"the resource version was not found: constraints.gatekeeper.sh/v1beta1, Kind=K8sRequiredLabels"),
 	))
 
 	t.Log("With Gatekeeper: the template created, the audit's violation reported")
-	audited := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name + "-app", Labels: map[string]string{"canopy-gk": name}}}
+	audited := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name + "-app", Labels: map[string]string{"example.canopy.io/team": "true"}}}
 	g.Expect(managed.Client.Create(ctx, audited)).To(Succeed())
 	gkenv.Start(t, managed.ControlPlane, gkenv.Options{AuditInterval: 3 * time.Second})
 	g.Eventually(status).WithTimeout(eventually).WithPolling(poll).Should(And(
 		HaveKeyWithValue("k8srequiredlabels", "Compliant; ConstraintTemplate k8srequiredlabels was created successfully"),
-		HaveKeyWithValue("ns-must-have-owner", fmt.Sprintf(`NonCompliant; warn - you must provide labels: {"owner"} (on Namespace %s)`, audited.Name)),
+		HaveKeyWithValue(constraintName, fmt.Sprintf(`NonCompliant; warn - you must provide labels: {"owner"} (on Namespace %s)`, audited.Name)),
 	))
 	g.Eventually(compliant(ctx, env.Hub.Client, replica)).WithTimeout(eventually).Should(Equal(policyv1.NonCompliant))
 
@@ -154,11 +109,11 @@ func TestGatekeeperTemplates(t *testing.T) {
 	audited.Labels["owner"] = "team-a"
 	g.Expect(managed.Client.Update(ctx, audited)).To(Succeed())
 	g.Eventually(status).WithTimeout(eventually).WithPolling(poll).Should(
-		HaveKeyWithValue("ns-must-have-owner", "Compliant; The constraint has no violations"))
+		HaveKeyWithValue(constraintName, "Compliant; The constraint has no violations"))
 	g.Eventually(compliant(ctx, env.Hub.Client, replica)).WithTimeout(eventually).Should(Equal(policyv1.Compliant))
 
 	t.Log("Audits that change nothing write neither the templates nor an event")
-	owner := constraintObject("owner")
+	owner := constraintObject()
 	before := read(t, managed.Client, owner)
 	ct := read(t, managed.Client, constraintTemplateObject())
 	eventsBefore := len(events(t, managed.Client, name))
@@ -170,13 +125,13 @@ func TestGatekeeperTemplates(t *testing.T) {
 	g.Expect(events(t, managed.Client, name)).To(HaveLen(eventsBefore), "an audit that found the same wrote an event")
 
 	t.Log("A new spec: never Compliant from the audit of the old one")
-	setTemplates(t, env.Hub.Client, replica, templates(t, name, "owner", "team"))
+	setTemplates(t, env.Hub.Client, replica, templates(t, "team"))
 	g.Eventually(status).WithTimeout(eventually).WithPolling(poll).Should(
-		HaveKeyWithValue("ns-must-have-owner", fmt.Sprintf(`NonCompliant; warn - you must provide labels: {"team"} (on Namespace %s)`, audited.Name)))
+		HaveKeyWithValue(constraintName, fmt.Sprintf(`NonCompliant; warn - you must provide labels: {"team"} (on Namespace %s)`, audited.Name)))
 	version := read(t, managed.Client, owner).GetAnnotations()[compliance.TemplateHashAnnotation]
 	var onNewSpec []string
 	for _, ev := range events(t, managed.Client, name) {
-		if ev.Reason == "policy: "+name+"/ns-must-have-owner" && ev.Annotations[compliance.TemplateVersionAnnotation] == version {
+		if ev.Reason == "policy: "+name+"/"+constraintName && ev.Annotations[compliance.TemplateVersionAnnotation] == version {
 			onNewSpec = append(onNewSpec, ev.Message)
 		}
 	}
@@ -192,7 +147,7 @@ func TestGatekeeperTemplates(t *testing.T) {
 		p.Spec.RemediationAction = policyv1.Enforce
 		g.Expect(env.Hub.Client.Update(ctx, p)).To(Succeed())
 	}).WithTimeout(eventually).Should(Succeed())
-	g.Eventually(status).WithTimeout(eventually).WithPolling(poll).Should(HaveKeyWithValue("ns-must-have-owner", fmt.Sprintf(
+	g.Eventually(status).WithTimeout(eventually).WithPolling(poll).Should(HaveKeyWithValue(constraintName, fmt.Sprintf(
 		`NonCompliant; The Gatekeeper validating webhook is disabled but the constraint's spec.enforcementAction is deny. `+
 			`deny - you must provide labels: {"team"} (on Namespace %s)`, audited.Name)))
 
@@ -204,24 +159,26 @@ func TestGatekeeperTemplates(t *testing.T) {
 		WithTimeout(eventually).Should(BeFalse())
 }
 
-// templates returns the policy templates of the test's policy: the
-// ConstraintTemplate and a constraint requiring label, named after the
-// first label ("ns-must-have-owner" throughout).
-func templates(t *testing.T, cluster, name string, label ...string) []policyv1.PolicyTemplate {
+// templates returns the policy templates of examples/gatekeeper/policy.yaml,
+// its constraint requiring label.
+func templates(t *testing.T, label string) []policyv1.PolicyTemplate {
 	t.Helper()
-	if len(label) == 0 {
-		label = []string{name}
-	}
-	c := strings.ReplaceAll(constraint, "$CLUSTER", cluster)
-	c = strings.ReplaceAll(c, "ns-must-have-$LABEL", "ns-must-have-"+name)
-	c = strings.ReplaceAll(c, "$LABEL", label[0])
-	var out []policyv1.PolicyTemplate
-	for _, doc := range []string{constraintTemplate, c} {
-		raw, err := yaml.YAMLToJSON([]byte(doc))
-		NewWithT(t).Expect(err).NotTo(HaveOccurred())
-		out = append(out, policyv1.PolicyTemplate{ObjectDefinition: runtime.RawExtension{Raw: raw}})
-	}
-	return out
+	g := NewWithT(t)
+	root, err := controlplane.RepoRoot()
+	g.Expect(err).NotTo(HaveOccurred())
+	objs, err := controlplane.ReadObjects(filepath.Join(root, "examples", "gatekeeper", "policy.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	p := &policyv1.Policy{}
+	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, p)).To(Succeed())
+	g.Expect(p.Spec.PolicyTemplates).To(HaveLen(2))
+	c := &unstructured.Unstructured{}
+	g.Expect(c.UnmarshalJSON(p.Spec.PolicyTemplates[1].ObjectDefinition.Raw)).To(Succeed())
+	g.Expect(c.GetName()).To(Equal(constraintName))
+	g.Expect(unstructured.SetNestedStringSlice(c.Object, []string{label}, "spec", "parameters", "labels")).To(Succeed())
+	raw, err := c.MarshalJSON()
+	g.Expect(err).NotTo(HaveOccurred())
+	p.Spec.PolicyTemplates[1].ObjectDefinition.Raw = raw
+	return p.Spec.PolicyTemplates
 }
 
 // setTemplates replaces the templates of the hub replica p.
@@ -259,10 +216,10 @@ func compliant(ctx context.Context, hub client.Client, p *policyv1.Policy) func(
 	}
 }
 
-func constraintObject(name string) *unstructured.Unstructured {
+func constraintObject() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "constraints.gatekeeper.sh", Version: "v1beta1", Kind: "K8sRequiredLabels"})
-	u.SetName("ns-must-have-" + name)
+	u.SetName(constraintName)
 	return u
 }
 
