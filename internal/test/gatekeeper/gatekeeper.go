@@ -119,41 +119,63 @@ type Gatekeeper struct {
 	Pod string
 	// LogPath is its log.
 	LogPath string
+
+	stop   context.CancelFunc
+	exited chan struct{}
+	err    error // how it exited, once exited is closed
 }
 
-// Start installs Gatekeeper's CRDs on cp, and runs its manager audit-only
-// (--operation=audit --operation=status) against it until t ends; the
-// test fails then if it stopped on its own. Its log is in t's temporary
-// directory, and its end in the failure of a test that failed.
+// Start runs Gatekeeper on cp as Run does, in t's temporary directory,
+// until t ends; the test fails then if it stopped on its own, and shows
+// the end of its log if it failed.
 func Start(t testing.TB, cp *controlplane.ControlPlane, opts Options) *Gatekeeper {
 	t.Helper()
-	ctx := t.Context()
-	gk := &Gatekeeper{Pod: opts.Pod}
+	gk, err := Run(t.Context(), cp, t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := gk.Stop(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Logf("end of Gatekeeper's log %s:\n%s", gk.LogPath, logTail(gk.LogPath))
+		}
+	})
+	return gk
+}
+
+// Run installs Gatekeeper's CRDs on cp, and runs its manager audit-only
+// (--operation=audit --operation=status) against it, with its log and
+// files in dir, until Stop. It dies with the test process too: the kernel
+// kills it (tieToTest) and, failing that, internal/test/controlplane's
+// Sweep finds it by its owner mark.
+func Run(ctx context.Context, cp *controlplane.ControlPlane, dir string, opts Options) (*Gatekeeper, error) {
+	gk := &Gatekeeper{Pod: opts.Pod, exited: make(chan struct{})}
 	if gk.Pod == "" {
 		gk.Pod = "gatekeeper-audit"
 	}
 	if err := InstallCRDs(ctx, cp.Client); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := createPod(ctx, cp.Client, gk.Pod); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	bin, err := ManagerPath()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	interval := max(int64(opts.AuditInterval/time.Second), 1)
-	dir := t.TempDir()
+	owner, err := controlplane.OwnerEnv()
+	if err != nil {
+		return nil, err
+	}
 	gk.LogPath = filepath.Join(dir, "gatekeeper.log")
 	log, err := os.Create(gk.LogPath)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer func() { _ = log.Close() }() // the process has its own descriptor
-	owner, err := controlplane.OwnerEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
+	interval := max(int64(opts.AuditInterval/time.Second), 1)
 	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	cmd := exec.CommandContext(pctx, bin,
 		"--operation=audit", "--operation=status",
@@ -169,25 +191,28 @@ func Start(t testing.TB, cp *controlplane.ControlPlane, opts Options) *Gatekeepe
 	tieToTest(cmd)
 	if err := cmd.Start(); err != nil {
 		stop()
-		t.Fatalf("starting Gatekeeper: %v", err)
+		return nil, fmt.Errorf("starting Gatekeeper: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		select {
-		case err := <-exited:
-			t.Errorf("Gatekeeper stopped before the test ended (%v); end of %s:\n%s", err, gk.LogPath, logTail(gk.LogPath))
-			stop()
-			return
-		default:
-		}
-		stop()
-		<-exited
-		if t.Failed() {
-			t.Logf("end of Gatekeeper's log %s:\n%s", gk.LogPath, logTail(gk.LogPath))
-		}
-	})
-	return gk
+	gk.stop = stop
+	go func() {
+		gk.err = cmd.Wait()
+		close(gk.exited)
+	}()
+	return gk, nil
+}
+
+// Stop stops Gatekeeper and waits for it to exit. It fails when Gatekeeper
+// had stopped on its own before, with the end of its log.
+func (gk *Gatekeeper) Stop() error {
+	select {
+	case <-gk.exited:
+		gk.stop()
+		return fmt.Errorf("gatekeeper stopped on its own (%v); end of %s:\n%s", gk.err, gk.LogPath, logTail(gk.LogPath))
+	default:
+	}
+	gk.stop()
+	<-gk.exited
+	return nil
 }
 
 // createPod creates Gatekeeper's namespace and the Pod object it reads as
@@ -200,6 +225,9 @@ func createPod(ctx context.Context, c client.Client, name string) error {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: name, Labels: map[string]string{"control-plane": "audit-controller"}},
 		Spec: corev1.PodSpec{
+			// Never scheduled, where a cluster has nodes (kind): the process
+			// of the test is this pod.
+			NodeSelector:                 map[string]string{"canopy.io/never": "scheduled"},
 			AutomountServiceAccountToken: ptr.To(false),
 			Containers:                   []corev1.Container{{Name: "manager", Image: "openpolicyagent/gatekeeper:v" + Version}},
 		},
