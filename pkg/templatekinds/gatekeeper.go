@@ -1,7 +1,6 @@
 package templatekinds
 
 import (
-	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -106,13 +105,4 @@ func SetGatekeeperEnforcementAction(obj *unstructured.Unstructured, remediationA
 	case "enforce":
 		spec["enforcementAction"] = "deny"
 	}
-}
-
-// GatekeeperKind names a Gatekeeper kind for a message: "ConstraintTemplate"
-// or "constraint K8sRequiredLabels".
-func GatekeeperKind(gk schema.GroupKind) string {
-	if gk == ConstraintTemplateGK {
-		return ConstraintTemplateKind
-	}
-	return fmt.Sprintf("constraint %s", gk.Kind)
 }
