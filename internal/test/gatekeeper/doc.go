@@ -1,9 +1,12 @@
 // Package gatekeeper runs real Gatekeeper (github.com/open-policy-agent/
 // gatekeeper/v3, Version) against a test API server, for the tests of
 // Canopy's Gatekeeper support: its CRDs installed, and its manager as a
-// process of the test, audit-only — the operations audit and status, as
-// Gatekeeper's own gatekeeper-audit Deployment runs them, without the
-// validating webhook (nothing here could call it).
+// process of the test, audit-only — the operations audit, status and
+// generate (which makes a ConstraintTemplate's CRD), as Gatekeeper's own
+// gatekeeper-audit Deployment runs them, without the
+// validating webhook (nothing here could call it), and without external
+// data (its client certificate would need the webhook's certificate
+// directory).
 //
 // hack/install-gatekeeper.sh (make gatekeeper-assets, part of make test)
 // builds the manager from the Go module proxy into

@@ -146,7 +146,7 @@ func Start(t testing.TB, cp *controlplane.ControlPlane, opts Options) *Gatekeepe
 }
 
 // Run installs Gatekeeper's CRDs on cp, and runs its manager audit-only
-// (--operation=audit --operation=status) against it, with its log and
+// (--operation=audit --operation=status --operation=generate) against it, with its log and
 // files in dir, until Stop. It dies with the test process too: the kernel
 // kills it (tieToTest) and, failing that, internal/test/controlplane's
 // Sweep finds it by its owner mark.
@@ -169,6 +169,10 @@ func Run(ctx context.Context, cp *controlplane.ControlPlane, dir string, opts Op
 	if err != nil {
 		return nil, err
 	}
+	cacheDir := filepath.Join(dir, "audit") // the audit empties it, and fails when it is missing
+	if err := os.MkdirAll(cacheDir, 0o700); err != nil {
+		return nil, err
+	}
 	gk.LogPath = filepath.Join(dir, "gatekeeper.log")
 	log, err := os.Create(gk.LogPath)
 	if err != nil {
@@ -178,11 +182,16 @@ func Run(ctx context.Context, cp *controlplane.ControlPlane, dir string, opts Op
 	interval := max(int64(opts.AuditInterval/time.Second), 1)
 	pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	cmd := exec.CommandContext(pctx, bin,
-		"--operation=audit", "--operation=status",
+		"--operation=audit", "--operation=status", "--operation=generate",
 		"--audit-interval="+strconv.FormatInt(interval, 10),
 		"--disable-cert-rotation", "--health-addr=0", "--metrics-addr=0",
-		"--prometheus-port=0", "--api-cache-dir="+filepath.Join(dir, "audit"),
-		"--disable-opa-builtin={http.send}", "--log-level=INFO")
+		"--prometheus-port=0", "--api-cache-dir="+cacheDir,
+		"--disable-opa-builtin={http.send}", "--enable-external-data=false",
+		// No ValidatingAdmissionPolicies: the constraints here are Rego, and
+		// without the API Gatekeeper retries the binding of every constraint
+		// in a hot loop.
+		"--default-create-vap-for-templates=false", "--default-create-vap-binding-for-constraints=false",
+		"--log-level=INFO")
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = stopGrace
 	cmd.Env = slices.Concat(os.Environ(), []string{owner, "KUBECONFIG=" + cp.KubeconfigPath,
@@ -240,7 +249,7 @@ func createPod(ctx context.Context, c client.Client, name string) error {
 
 // logTail returns the last lines of the log at path.
 func logTail(path string) string {
-	const maxLines, maxBytes = 30, 8192
+	const maxLines, maxBytes = 60, 32768
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()
