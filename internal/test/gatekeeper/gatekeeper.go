@@ -216,7 +216,7 @@ func (gk *Gatekeeper) Stop() error {
 	select {
 	case <-gk.exited:
 		gk.stop()
-		return fmt.Errorf("gatekeeper stopped on its own (%v); end of %s:\n%s", gk.err, gk.LogPath, logTail(gk.LogPath))
+		return fmt.Errorf("gatekeeper stopped on its own (%w); end of %s:\n%s", gk.err, gk.LogPath, logTail(gk.LogPath))
 	default:
 	}
 	gk.stop()
