@@ -281,3 +281,39 @@ func events(t *testing.T, c client.Client, namespace string) []corev1.Event {
 	slices.SortFunc(out, func(a, b corev1.Event) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+
+// TestOrphanedTemplatesAreDeleted: a Policy deleted while no agent ran
+// leaves its cluster-scoped templates, which no garbage collector deletes
+// (they have no owner reference); the agent deletes them when it starts.
+func TestOrphanedTemplatesAreDeleted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	env := suite.Get(t)
+	managed := env.Managed[0]
+	g.Expect(gkenv.InstallCRDs(ctx, managed.Client)).To(Succeed())
+	name := fmt.Sprintf("gk-%04x", rand.IntN(1<<16))
+	hubCfg, err := env.RegisterCluster(ctx, name)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(managed.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+
+	kind := fmt.Sprintf("K8sOrphan%04x", rand.IntN(1<<16))
+	orphan := constraintTemplateObject()
+	orphan.SetName(strings.ToLower(kind))
+	orphan.SetLabels(map[string]string{policyv1.PolicyLabel: "deleted-meanwhile", policyv1.ClusterNamespaceLabel: name})
+	g.Expect(unstructured.SetNestedField(orphan.Object, kind, "spec", "crd", "spec", "names", "kind")).To(Succeed())
+	g.Expect(managed.Client.Create(ctx, orphan)).To(Succeed())
+	other := orphan.DeepCopy() // the same policy name in another cluster namespace: not this agent's
+	other.SetName(strings.ToLower(kind) + "x")
+	other.SetResourceVersion("")
+	other.SetLabels(map[string]string{policyv1.PolicyLabel: "deleted-meanwhile", policyv1.ClusterNamespaceLabel: name + "-other"})
+	g.Expect(managed.Client.Create(ctx, other)).To(Succeed())
+	t.Cleanup(func() { _ = managed.Client.Delete(context.Background(), other) })
+
+	running, err := inproc.RunAgent(context.Background(), managed.Config, spoke.Options{
+		HubConfig: hubCfg, ClusterName: name, ClusterNamespaceOnly: true,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { g.Expect(running.Stop()).To(Succeed()) })
+	g.Eventually(func() bool { return exists(t, managed.Client, orphan) }).WithTimeout(eventually).WithPolling(poll).Should(BeFalse())
+	g.Expect(exists(t, managed.Client, other)).To(BeTrue())
+}

@@ -103,6 +103,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A new template kind, or a kind a dependency names, can appear at any time.
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies)).
 		WatchesRawSource(src).
+		WatchesRawSource(r.orphans(mgr.GetAPIReader())).
 		Watches(&policyv1.Policy{}, r.dependencyEvents("Policy", false)).
 		Watches(&policyv1.Policy{}, r.graphs.invalidations()).
 		Watches(&policyv1.ConfigurationPolicy{}, r.dependencyEvents(configurationPolicyGVK.Kind, true)).
