@@ -40,7 +40,10 @@
 // remediationAction becomes a constraint's enforcementAction (warn,
 // deny). Where Gatekeeper is not installed they are reported NonCompliant
 // in OCM's words, "Mapping not found, check if Gatekeeper is installed: ..."
-// (pkg/templatekinds). pkg/spoke/gatekeeper reports their compliance.
+// (pkg/templatekinds). No garbage collector deletes them with their Policy:
+// templatesync prunes them when it sees the Policy go, and, at start, those
+// of Policies deleted while the agent was down (orphans.go).
+// pkg/spoke/gatekeeper reports their compliance.
 //
 // Every template object carries the Policy's metadata.generation
 // (replica.PolicyGenerationAnnotation), within the hash the evaluators
