@@ -55,7 +55,7 @@ verify: ## Fail when a generated file or go.mod is stale.
 ##@ Test
 
 .PHONY: test
-test: lint verify envtest-assets ocm-assets ## Run every test (unit, envtest, e2e) against real API servers, then fuzz briefly.
+test: lint verify envtest-assets ocm-assets gatekeeper-assets ## Run every test (unit, envtest, e2e) against real API servers, then fuzz briefly.
 	go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=2000x
 
@@ -76,7 +76,7 @@ fuzz: envtest-assets ocm-assets ## Run every Fuzz target for FUZZTIME each (make
 	done
 
 .PHONY: test-e2e
-test-e2e: envtest-assets ocm-assets ## Run the e2e suite (E2E_HUB_KUBECONFIG etc. select existing clusters).
+test-e2e: envtest-assets ocm-assets gatekeeper-assets ## Run the e2e suite (E2E_HUB_KUBECONFIG etc. select existing clusters).
 	go test $(GO_TEST_FLAGS) ./test/e2e/... -ginkgo.v
 
 BENCH_SCALE ?= 1
@@ -128,6 +128,10 @@ envtest-assets: ## Build kube-apiserver, kube-controller-manager and etcd into b
 .PHONY: ocm-assets
 ocm-assets: ## Build OCM's registration, work, placement and addon binaries into bin/ocm/ (once; minutes the first time).
 	hack/install-ocm-binaries.sh
+
+.PHONY: gatekeeper-assets
+gatekeeper-assets: ## Build Gatekeeper's manager and copy its CRDs into bin/gatekeeper/ (once; 15 minutes or more the first time).
+	hack/install-gatekeeper.sh
 
 $(GOLANGCI_LINT): hack/lint/go.mod
 	cd hack/lint && go build -o $(GOLANGCI_LINT) github.com/golangci/golangci-lint/v2/cmd/golangci-lint

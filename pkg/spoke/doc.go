@@ -5,7 +5,9 @@
 // The controllers live one package each below it: specsync (hub replica →
 // local Policy), templatesync (Policy → templates, in dependency order),
 // configpolicy (ConfigurationPolicy evaluation), operatorpolicy and
-// certpolicy (OperatorPolicy and CertificatePolicy evaluation), syncer
+// certpolicy (OperatorPolicy and CertificatePolicy evaluation), gatekeeper
+// (the compliance of Gatekeeper constraints and ConstraintTemplates, from
+// the status Gatekeeper's audit writes), syncer
 // (HierarchyPolicy), statussync (compliance events → Policy status, locally
 // and on the hub), secretsync (the encryption key) and lease. Helpers only
 // the spoke uses live under internal/.

@@ -18,6 +18,7 @@ import (
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/spoke/certpolicy"
 	"github.com/canopy-policy/canopy/pkg/spoke/configpolicy"
+	"github.com/canopy-policy/canopy/pkg/spoke/gatekeeper"
 	"github.com/canopy-policy/canopy/pkg/spoke/lease"
 	"github.com/canopy-policy/canopy/pkg/spoke/operatorpolicy"
 	"github.com/canopy-policy/canopy/pkg/spoke/statussync"
@@ -157,8 +158,10 @@ func setupManaged(mgr ctrl.Manager, opts Options) error {
 }
 
 // Evaluators registers the policy template evaluators that ship with the
-// agent: ConfigurationPolicy, OperatorPolicy, CertificatePolicy and the
-// hierarchical syncer (HierarchyPolicy). pkg/templatekinds lists the same
+// agent: ConfigurationPolicy, OperatorPolicy, CertificatePolicy, the
+// hierarchical syncer (HierarchyPolicy) and the reporter of Gatekeeper's
+// audit results (its constraints and ConstraintTemplates, which Gatekeeper
+// evaluates). pkg/templatekinds lists the same
 // kinds for the messages about the others. Their templates are denied only
 // the functions the template library always denies.
 func Evaluators(mgr ctrl.Manager, rec *compliance.Recorder) error {
@@ -183,6 +186,10 @@ func setupEvaluators(mgr ctrl.Manager, rec *compliance.Recorder, opts Options) e
 	cert := &certpolicy.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}
 	if err := cert.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up certpolicy: %w", err)
+	}
+	gk := &gatekeeper.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}
+	if err := gk.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up gatekeeper: %w", err)
 	}
 	hp := &syncer.Reconciler{ManagedClient: mgr.GetClient(), ManagedReader: mgr.GetAPIReader(), Recorder: rec}
 	if err := hp.SetupWithManager(mgr); err != nil {

@@ -40,7 +40,8 @@
 //     reported. The disable-templates annotation turns the check off;
 //   - unsupported (warnings): policy templates of a kind Canopy's agent
 //     does not evaluate (pkg/templatekinds: the same list the agent names
-//     when it reports such a template NonCompliant), other kinds of OCM's
+//     when it reports such a template NonCompliant; Gatekeeper's
+//     constraints and ConstraintTemplates are supported), other kinds of OCM's
 //     policy group (PolicyAutomation, IamPolicy, ...), and PlacementBindings
 //     to a PlacementRule;
 //   - name: names and namespaces the API server would refuse, of every

@@ -27,7 +27,8 @@ const placementRuleKind = "PlacementRule"
 
 // checkSupport warns of what Canopy does not support in d: policy
 // templates of a kind its agent does not evaluate (pkg/templatekinds, the
-// list the agent's own message names), other kinds of OCM's policy group
+// list the agent's own message names) — Gatekeeper's kinds aside, which the
+// agent creates where Gatekeeper is installed and reports on — other kinds of OCM's policy group
 // (PolicyAutomation, IamPolicy, ...), and PlacementBindings to a
 // PlacementRule.
 func checkSupport(d Document, embedded []Document) []Finding {
@@ -36,7 +37,7 @@ func checkSupport(d Document, embedded []Document) []Finding {
 	switch {
 	case gk == policyGK:
 		for _, t := range embedded {
-			if tgk := t.GroupVersionKind().GroupKind(); tgk.Kind != "" && !templatekinds.IsEvaluated(tgk) {
+			if tgk := t.GroupVersionKind().GroupKind(); tgk.Kind != "" && !templatekinds.IsEvaluated(tgk) && !templatekinds.IsGatekeeper(tgk) {
 				out = append(out, at(t, "kind", SeverityWarning, CheckUnsupported, fmt.Sprintf(
 					"Canopy does not evaluate %s templates (it evaluates %s): the agent reports this template NonCompliant "+
 						"unless another controller on the managed cluster evaluates it and labels its CRD %s=%s",

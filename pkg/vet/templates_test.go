@@ -57,9 +57,8 @@ var templateCases = []struct {
 	file: "unsupported.yaml",
 	want: []string{
 		// The agent evaluates OperatorPolicy (line 10) and CertificatePolicy (line 33): no warning.
-		`19 warning unsupported Canopy does not evaluate K8sRequiredLabels templates (it evaluates ConfigurationPolicy, ` +
-			`CertificatePolicy, OperatorPolicy and HierarchyPolicy): the agent reports this template NonCompliant unless ` +
-			`another controller on the managed cluster evaluates it and labels its CRD policy.open-cluster-management.io/policy-type=template`,
+		// Nor of the Gatekeeper constraint (line 19): the agent creates it where Gatekeeper is
+		// installed and reports Gatekeeper's audit, as OCM's framework addon does.
 		`30 warning template "{{ fromClusterClaim \"name\" }}" is not resolved: a HierarchyPolicy is not templated on the managed cluster`,
 		`47 warning unsupported PlacementBinding legacy refers to PlacementRule all-clusters, which Canopy does not support`,
 		`61 warning template "{{ fromConfigMap \"default\" \"settings\" \"namespaces\" }}" is not resolved: the managed cluster resolves templates only in`,

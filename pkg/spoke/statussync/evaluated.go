@@ -17,6 +17,7 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/replica"
+	"github.com/canopy-policy/canopy/pkg/templatekinds"
 )
 
 // status.evaluatedGeneration tells the hub which generation of a replica
@@ -183,13 +184,19 @@ func (r *Reconciler) readTemplateObject(ctx context.Context, reader client.Reade
 	ctx, cancel := context.WithTimeout(ctx, templateReadTimeout)
 	defer cancel()
 	obj := r.templateObject(gvk)
-	err := reader.Get(ctx, types.NamespacedName{Namespace: policy.Namespace, Name: name}, obj)
+	key := types.NamespacedName{Namespace: policy.Namespace, Name: name}
+	clusterScoped := templatekinds.ClusterScoped(gvk.GroupKind()) // Gatekeeper's: its labels say whose it is
+	if clusterScoped {
+		key.Namespace = ""
+	}
+	err := reader.Get(ctx, key, obj)
 	switch {
 	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading template %s %s: %w", gvk.Kind, name, err)
-	case obj.GetLabels()[policyv1.PolicyLabel] != policy.Name:
+	case obj.GetLabels()[policyv1.PolicyLabel] != policy.Name,
+		clusterScoped && obj.GetLabels()[policyv1.ClusterNamespaceLabel] != policy.Namespace:
 		return nil, nil
 	}
 	gen, _ := strconv.ParseInt(obj.GetAnnotations()[replica.PolicyGenerationAnnotation], 10, 64)

@@ -15,6 +15,7 @@ import (
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/compliance"
+	"github.com/canopy-policy/canopy/pkg/templatekinds"
 )
 
 // A compliance event counts for its template only if it is about the
@@ -34,7 +35,8 @@ import (
 // those templatesync may write. A template of another kind never has an
 // object of its Policy, and reading it could start an informer the agent
 // may not run (a Secret, say).
-var templateGroups = map[string]bool{policyv1.GroupName: true, hierarchyv1alpha1.GroupName: true}
+var templateGroups = map[string]bool{policyv1.GroupName: true, hierarchyv1alpha1.GroupName: true,
+	templatekinds.GatekeeperTemplatesGroup: true, templatekinds.GatekeeperConstraintsGroup: true}
 
 // templateReadTimeout bounds a template read: a new kind's informer syncs
 // first, and one that cannot (the agent may not list the kind) must not hold

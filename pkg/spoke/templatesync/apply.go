@@ -20,6 +20,7 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/compare"
 	"github.com/canopy-policy/canopy/pkg/depgraph"
+	"github.com/canopy-policy/canopy/pkg/templatekinds"
 	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
@@ -166,8 +167,8 @@ func (r *Reconciler) writeOver(ctx context.Context, policy *policyv1.Policy, des
 		log.Info("Created template", "policy", klog.KObj(policy), "kind", desired.GetKind(), "template", desired.GetName())
 		return nil
 	}
-	if owner := existing.GetLabels()[policyv1.PolicyLabel]; owner != policy.Name {
-		return r.record(ctx, policy, desired.GetName(), desired, policyv1.NonCompliant, conflictMessage(desired, owner))
+	if !ownedBy(policy, existing) {
+		return r.record(ctx, policy, desired.GetName(), desired, policyv1.NonCompliant, conflictMessage(desired, ownerOf(existing)))
 	}
 	if !merge(existing, desired) {
 		return nil
@@ -177,6 +178,27 @@ func (r *Reconciler) writeOver(ctx context.Context, policy *policyv1.Policy, des
 	}
 	log.Info("Updated template", "policy", klog.KObj(policy), "kind", desired.GetKind(), "template", desired.GetName())
 	return nil
+}
+
+// ownedBy reports whether the template object obj is policy's: labelled
+// with its name and, when cluster-scoped, with its namespace.
+func ownedBy(policy *policyv1.Policy, obj *unstructured.Unstructured) bool {
+	labels := obj.GetLabels()
+	if labels[policyv1.PolicyLabel] != policy.Name {
+		return false
+	}
+	return obj.GetNamespace() != "" || labels[policyv1.ClusterNamespaceLabel] == policy.Namespace
+}
+
+// ownerOf names the Policy the labels of obj give as its owner: its name,
+// and for a cluster-scoped object its namespace too; empty when none.
+func ownerOf(obj *unstructured.Unstructured) string {
+	labels := obj.GetLabels()
+	owner := labels[policyv1.PolicyLabel]
+	if ns := labels[policyv1.ClusterNamespaceLabel]; obj.GetNamespace() == "" && owner != "" && ns != "" {
+		return ns + "/" + owner
+	}
+	return owner
 }
 
 func conflictMessage(desired *unstructured.Unstructured, owner string) string {
@@ -280,7 +302,7 @@ func (r *Reconciler) deleteTemplate(ctx context.Context, policy *policyv1.Policy
 // deletable reports whether existing belongs to policy and is not being
 // deleted already.
 func deletable(policy *policyv1.Policy, existing *unstructured.Unstructured) bool {
-	return existing.GetLabels()[policyv1.PolicyLabel] == policy.Name && existing.GetDeletionTimestamp().IsZero()
+	return ownedBy(policy, existing) && existing.GetDeletionTimestamp().IsZero()
 }
 
 // deleteExisting deletes the template object existing of policy.
@@ -318,7 +340,11 @@ func (r *Reconciler) prune(ctx context.Context, policy *policyv1.Policy, plan []
 func (r *Reconciler) pruneKind(ctx context.Context, policy *policyv1.Policy, gvk schema.GroupVersionKind, keep map[string]bool) error {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := r.ManagedClient.List(ctx, list, client.InNamespace(policy.Namespace), client.MatchingLabels{policyv1.PolicyLabel: policy.Name}); err != nil {
+	owned := client.MatchingLabels{policyv1.PolicyLabel: policy.Name}
+	if templatekinds.ClusterScoped(gvk.GroupKind()) {
+		owned[policyv1.ClusterNamespaceLabel] = policy.Namespace
+	}
+	if err := r.ManagedClient.List(ctx, list, client.InNamespace(policy.Namespace), owned); err != nil {
 		return fmt.Errorf("listing %s: %w", gvk.GroupKind(), err)
 	}
 	var errs []error
@@ -331,7 +357,7 @@ func (r *Reconciler) pruneKind(ctx context.Context, policy *policyv1.Policy, gvk
 			errs = append(errs, fmt.Errorf("deleting %s %s: %w", gvk.Kind, obj.GetName(), err))
 			continue
 		}
-		r.Recorder.Forget(types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()})
+		r.Recorder.Forget(types.NamespacedName{Namespace: policy.Namespace, Name: obj.GetName()})
 		ctrl.LoggerFrom(ctx).Info("Deleted removed template", "policy", klog.KObj(policy), "kind", gvk.Kind, "template", obj.GetName())
 	}
 	return errors.Join(errs...)

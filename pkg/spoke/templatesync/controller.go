@@ -27,6 +27,7 @@ import (
 	"github.com/canopy-policy/canopy/pkg/depwatch"
 	"github.com/canopy-policy/canopy/pkg/replica"
 	"github.com/canopy-policy/canopy/pkg/spoke/internal/enqueue"
+	"github.com/canopy-policy/canopy/pkg/templatekinds"
 )
 
 // Name is the controller's name.
@@ -35,6 +36,7 @@ const Name = "templatesync"
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io;hierarchy.canopy.io,resources=*,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=templates.gatekeeper.sh;constraints.gatekeeper.sh,resources=*,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch;create;patch
 
 // Reconciler creates, updates and deletes the policy templates of local
@@ -101,6 +103,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A new template kind, or a kind a dependency names, can appear at any time.
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.allPolicies)).
 		WatchesRawSource(src).
+		WatchesRawSource(r.orphans(mgr.GetAPIReader())).
 		Watches(&policyv1.Policy{}, r.dependencyEvents("Policy", false)).
 		Watches(&policyv1.Policy{}, r.graphs.invalidations()).
 		Watches(&policyv1.ConfigurationPolicy{}, r.dependencyEvents(configurationPolicyGVK.Kind, true)).
@@ -347,14 +350,50 @@ func (r *Reconciler) templateKinds(ctx context.Context) (templateKinds, error) {
 		return nil, fmt.Errorf("listing policy template kinds: %w", err)
 	}
 	kinds := templateKinds{}
-	for _, crd := range crds.Items {
+	kinds.add(crds.Items)
+	if err := r.gatekeeperKinds(ctx, kinds); err != nil {
+		return nil, err
+	}
+	return kinds, nil
+}
+
+// add adds the kind of each CRD of crds, at its storage version.
+func (k templateKinds) add(crds []apiextensionsv1.CustomResourceDefinition) {
+	for _, crd := range crds {
 		for _, v := range crd.Spec.Versions {
 			if v.Storage {
-				kinds[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = v.Name
+				k[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = v.Name
 			}
 		}
 	}
-	return kinds, nil
+}
+
+// gatekeeperKinds adds Gatekeeper's kinds to kinds when Gatekeeper is
+// installed: its ConstraintTemplate, and the constraint kind of each
+// ConstraintTemplate it has made a CRD for. Their CRDs carry no policy-type
+// label; OCM's framework addon syncs them by an allow list
+// (pkg/templatekinds, IsGatekeeper).
+func (r *Reconciler) gatekeeperKinds(ctx context.Context, kinds templateKinds) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err := r.ManagedClient.Get(ctx, types.NamespacedName{Name: templatekinds.ConstraintTemplateCRD}, crd, client.UnsafeDisableDeepCopy)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("getting the ConstraintTemplate CRD: %w", err)
+	}
+	kinds.add([]apiextensionsv1.CustomResourceDefinition{*crd})
+	constraints := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := r.ManagedClient.List(ctx, constraints, client.MatchingLabels{templatekinds.ConstraintCRDLabel: "yes"},
+		client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("listing Gatekeeper constraint kinds: %w", err)
+	}
+	for _, c := range constraints.Items {
+		if c.Spec.Group == templatekinds.GatekeeperConstraintsGroup {
+			kinds.add([]apiextensionsv1.CustomResourceDefinition{c})
+		}
+	}
+	return nil
 }
 
 func watcherID(key types.NamespacedName) depclient.ObjectIdentifier {

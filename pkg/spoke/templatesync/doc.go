@@ -41,6 +41,19 @@
 // ("Failed to update policy template <name>: ..." for an existing object),
 // the API server's error naming each unknown field (refusedMessage).
 //
+// Gatekeeper's kinds (a ConstraintTemplate, a constraint of a kind one has
+// made) are template kinds without a labelled CRD, as in OCM's framework
+// addon: they are written when Gatekeeper is installed, cluster-scoped,
+// without an owner reference and with the Policy's namespace in the
+// cluster-namespace label, which says whose they are; the Policy's
+// remediationAction becomes a constraint's enforcementAction (warn,
+// deny). Where Gatekeeper is not installed they are reported NonCompliant
+// in OCM's words, "Mapping not found, check if Gatekeeper is installed: ..."
+// (pkg/templatekinds). No garbage collector deletes them with their Policy:
+// templatesync prunes them when it sees the Policy go, and, at start, those
+// of Policies deleted while the agent was down (orphans.go).
+// pkg/spoke/gatekeeper reports their compliance.
+//
 // Every template object carries the Policy's metadata.generation
 // (replica.PolicyGenerationAnnotation), within the hash the evaluators
 // report as the version they evaluated, and templatesync's own events carry

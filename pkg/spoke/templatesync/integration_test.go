@@ -223,13 +223,19 @@ func TestTemplateRules(t *testing.T) {
 func TestUnevaluatedKinds(t *testing.T) {
 	g := NewWithT(t)
 	c := newCluster(t)
+	unknown := tmpl{kind: "FooPolicy", name: "unev-foo", apiVersion: "example.com/v1", spec: map[string]any{}}
+	// A Gatekeeper constraint where Gatekeeper is not installed, in OCM's
+	// words (governance-policy-framework-addon,
+	// controllers/templatesync/template_sync.go).
 	constraint := tmpl{kind: "K8sRequiredLabels", name: "unev-gk", apiVersion: "constraints.gatekeeper.sh/v1beta1", spec: map[string]any{}}
 	wrongVersion := cfgPolicy("unev-version")
 	wrongVersion.apiVersion = "policy.open-cluster-management.io/v1beta1"
-	c.create(t, c.replica("unev", nil, constraint, wrongVersion, cfgPolicy("unev-ok")))
+	c.create(t, c.replica("unev", nil, unknown, constraint, wrongVersion, cfgPolicy("unev-ok")))
 	g.Eventually(c.hubStatus(t.Context(), "unev")).WithContext(t.Context()).Should(SatisfyAll(
 		WithTransform(compliant, Equal(policyv1.NonCompliant)),
-		WithTransform(latestOf("unev-gk"), Equal("NonCompliant; "+notSupported("K8sRequiredLabels.constraints.gatekeeper.sh"))),
+		WithTransform(latestOf("unev-foo"), Equal("NonCompliant; "+notSupported("FooPolicy.example.com"))),
+		WithTransform(latestOf("unev-gk"), Equal("NonCompliant; template-error; Mapping not found, check if Gatekeeper is installed: "+
+			"the resource version was not found: constraints.gatekeeper.sh/v1beta1, Kind=K8sRequiredLabels")),
 		WithTransform(latestOf("unev-version"), Equal("NonCompliant; template-error; Mapping not found, check if you have the CRD deployed: "+
 			"no controller on this cluster evaluates ConfigurationPolicy.policy.open-cluster-management.io at version v1beta1: "+
 			"its CustomResourceDefinition serves other versions; use one of those")),

@@ -16,6 +16,8 @@ import (
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/depgraph"
 	"github.com/canopy-policy/canopy/pkg/replica"
+	"github.com/canopy-policy/canopy/pkg/templatekinds"
+	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
 // Template is the plan for one entry of a Policy's policy-templates.
@@ -81,9 +83,12 @@ func planOne(policy *policyv1.Policy, pt policyv1.PolicyTemplate, in Inputs) Tem
 	gvk := obj.GroupVersionKind()
 	if !in.TemplateKinds[gvk.GroupKind()] {
 		t.Problem = UnevaluatedMessage(gvk, false)
+		if templatekinds.IsGatekeeper(gvk.GroupKind()) {
+			t.Problem = templating.TemplateErrorPrefix + templatekinds.GatekeeperUnmappedMessage(gvk, in.TemplateKinds[templatekinds.ConstraintTemplateGK])
+		}
 		return t
 	}
-	deps, err := depgraph.Resolve(policy.Namespace, in.TemplateKinds, policy.Spec.Dependencies, pt.ExtraDependencies)
+	deps, err := depgraph.Resolve(policy.Namespace, namespacedKinds(in.TemplateKinds), policy.Spec.Dependencies, pt.ExtraDependencies)
 	if err != nil {
 		t.Problem = err.Error()
 		return t
@@ -93,6 +98,19 @@ func planOne(policy *policyv1.Policy, pt policyv1.PolicyTemplate, in Inputs) Tem
 	t.HubError = hubError(policy, obj, pt.ObjectDefinition.Raw)
 	t.Cycle = in.Graph.CycleMessage(policy.Name, depgraph.Node{Kind: gvk.Kind, Name: t.Name})
 	return t
+}
+
+// namespacedKinds returns the kinds of kinds whose templates live in the
+// Policy's namespace (not Gatekeeper's cluster-scoped ones): a dependency
+// on one of those is looked up there.
+func namespacedKinds(kinds map[schema.GroupKind]bool) map[schema.GroupKind]bool {
+	out := make(map[schema.GroupKind]bool, len(kinds))
+	for gk := range kinds {
+		if !templatekinds.ClusterScoped(gk) {
+			out[gk] = true
+		}
+	}
+	return out
 }
 
 func kindString(gvk schema.GroupVersionKind) string {
@@ -106,9 +124,19 @@ func kindString(gvk schema.GroupVersionKind) string {
 // in the Policy's namespace, labelled and owned by it, with the Policy's
 // remediationAction when it sets one, and the Policy's generation
 // (replica.PolicyGenerationAnnotation).
+//
+// A cluster-scoped template (Gatekeeper's kinds) has no namespace and no
+// owner reference, and always carries the Policy's namespace in the
+// cluster-namespace label, as OCM's framework addon writes it: its labels
+// alone tell whose it is (ownedBy). Its remediationAction is applied as
+// OCM applies it (templatekinds.SetGatekeeperEnforcementAction).
 func desiredObject(policy *policyv1.Policy, def *unstructured.Unstructured) *unstructured.Unstructured {
 	obj := def.DeepCopy()
+	clusterScoped := templatekinds.ClusterScoped(obj.GroupVersionKind().GroupKind())
 	obj.SetNamespace(policy.Namespace)
+	if clusterScoped {
+		obj.SetNamespace("")
+	}
 	labels := obj.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
@@ -119,10 +147,19 @@ func desiredObject(policy *policyv1.Policy, def *unstructured.Unstructured) *uns
 		}
 	}
 	labels[policyv1.PolicyLabel] = policy.Name
+	if clusterScoped {
+		labels[policyv1.ClusterNamespaceLabel] = policy.Namespace
+	}
 	obj.SetLabels(labels)
-	obj.SetOwnerReferences([]metav1.OwnerReference{ownerRef(policy)})
-	if policy.Spec.RemediationAction != "" {
-		_ = unstructured.SetNestedField(obj.Object, string(policy.Spec.RemediationAction), "spec", "remediationAction")
+	switch {
+	case clusterScoped:
+		obj.SetOwnerReferences(nil)
+		templatekinds.SetGatekeeperEnforcementAction(obj, string(policy.Spec.RemediationAction))
+	default:
+		obj.SetOwnerReferences([]metav1.OwnerReference{ownerRef(policy)})
+		if policy.Spec.RemediationAction != "" {
+			_ = unstructured.SetNestedField(obj.Object, string(policy.Spec.RemediationAction), "spec", "remediationAction")
+		}
 	}
 	annotations := obj.GetAnnotations()
 	if annotations == nil {
