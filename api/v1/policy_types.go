@@ -220,6 +220,31 @@ type Placement struct {
 	//
 	// +optional
 	PolicySet string `json:"policySet,omitempty"`
+
+	// Exclusions are the clusters that PolicySet's spec.exclusions keep the
+	// policy off, sorted: they are not in Decisions, whether the Placement
+	// selects them or not.
+	//
+	// +optional
+	Exclusions []PolicyExclusion `json:"exclusions,omitempty"`
+}
+
+// PolicyExclusion is a managed cluster a policy set's exclusion keeps the
+// policy off.
+type PolicyExclusion struct {
+	// ClusterName is the name of the managed cluster.
+	//
+	// +optional
+	ClusterName string `json:"clusterName,omitempty"`
+}
+
+// RemainingBinding is a PlacementBinding that still places a policy on a
+// cluster that a policy set's exclusion keeps it off.
+type RemainingBinding struct {
+	// PlacementBinding is the name of the binding.
+	//
+	// +optional
+	PlacementBinding string `json:"placementBinding,omitempty"`
 }
 
 // CompliancePerClusterStatus is the compliance of the policy's replica on
@@ -240,6 +265,13 @@ type CompliancePerClusterStatus struct {
 	//
 	// +optional
 	ClusterNamespace string `json:"clusternamespace,omitempty"`
+
+	// RemainingBindings are, for a cluster that a policy set's exclusion
+	// keeps the policy off (status.placement[].exclusions), the bindings
+	// that place the policy on it all the same, sorted.
+	//
+	// +optional
+	RemainingBindings []RemainingBinding `json:"remainingBindings,omitempty"`
 }
 
 // DetailsPerTemplate is the compliance of one policy template and its

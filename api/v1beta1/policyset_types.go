@@ -24,6 +24,35 @@ type PolicySetSpec struct {
 	//
 	// +optional
 	RolloutStrategy *clusterv1alpha1.RolloutStrategy `json:"rolloutStrategy,omitempty"`
+
+	// Exclusions name member policies that are not propagated to some
+	// clusters through this set's PlacementBindings (OCM's
+	// spec.exclusions). Other members, and bindings that name the policy
+	// directly or through another set, are not affected. Each entry must
+	// name a member, at most once (the admission policy
+	// policyset-exclusions.policy.open-cluster-management.io checks it).
+	//
+	// +optional
+	Exclusions []PolicySetExclusion `json:"exclusions,omitempty"`
+}
+
+// PolicySetExclusion keeps one member policy of a set off some clusters
+// while it stays a member.
+type PolicySetExclusion struct {
+	// PolicyName is the name of a member policy of the set.
+	PolicyName policyv1.NonEmptyString `json:"policyName"`
+
+	// Reason says why the policy is excluded; it is shown by kubectl canopy
+	// and the dashboard.
+	//
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// ClusterNames are the managed clusters the policy is not propagated to
+	// through this set.
+	//
+	// +kubebuilder:validation:MinItems=1
+	ClusterNames []policyv1.NonEmptyString `json:"clusterNames"`
 }
 
 // PolicySetStatusPlacement is one placement bound to the set.
@@ -43,6 +72,18 @@ type PolicySetStatusPlacement struct {
 	//
 	// +optional
 	PlacementRule string `json:"placementRule,omitempty"`
+}
+
+// PolicySetStatusExclusion is the exclusion in effect for one member policy.
+type PolicySetStatusExclusion struct {
+	// PolicyName is the name of the excluded member policy.
+	PolicyName policyv1.NonEmptyString `json:"policyName"`
+
+	// Clusters are the managed clusters the policy is not propagated to
+	// through the set, sorted.
+	//
+	// +kubebuilder:validation:MinItems=1
+	Clusters []policyv1.NonEmptyString `json:"clusters"`
 }
 
 // PolicySetStatus is the observed state of a PolicySet, aggregated from its
@@ -65,6 +106,12 @@ type PolicySetStatus struct {
 	//
 	// +optional
 	StatusMessage string `json:"statusMessage,omitempty"`
+
+	// Exclusions are the exclusions of spec.exclusions, one entry per
+	// excluded member, sorted by policy name.
+	//
+	// +optional
+	Exclusions []PolicySetStatusExclusion `json:"exclusions,omitempty"`
 
 	// Conditions are Canopy's conditions on the set. They are a Canopy
 	// extension; OCM ignores them.

@@ -64,8 +64,12 @@ func (o *explainOptions) run(cmd *cobra.Command, arg string) error {
 		client.MatchingLabels{policyv1.RootPolicyLabel: root.Namespace + "." + root.Name}); err != nil {
 		return fmt.Errorf("listing the replicas of %s/%s: %w", root.Namespace, root.Name, err)
 	}
-	e := report.Explain(root, replicas.Items, report.ExplainOptions{Cluster: o.cluster, History: o.history})
-	if o.cluster != "" && len(e.Clusters) == 0 {
+	sets := &policyv1beta1.PolicySetList{}
+	if err := c.List(cmd.Context(), sets, client.InNamespace(root.Namespace)); err != nil {
+		return fmt.Errorf("listing the policy sets of namespace %s: %w", root.Namespace, err)
+	}
+	e := report.Explain(root, replicas.Items, report.ExplainOptions{Cluster: o.cluster, History: o.history, PolicySets: sets.Items})
+	if o.cluster != "" && len(e.Clusters) == 0 && len(e.Excluded) == 0 {
 		return fmt.Errorf("policy %s/%s is not placed on cluster %q", root.Namespace, root.Name, o.cluster)
 	}
 	if o.output != outputText {

@@ -57,6 +57,7 @@ func TestReadCommands(t *testing.T) {
 	t.Run("errors", func(t *testing.T) { testErrors(t, env) })
 	t.Run("context namespace", func(t *testing.T) { testContextNamespace(t, env) })
 	t.Run("not the hub's policies", func(t *testing.T) { testNotRootPolicies(t, env) })
+	t.Run("exclusions", func(t *testing.T) { testExclusions(t, env) }) // Note: last, it adds namespace edge
 }
 
 // testNotRootPolicies checks that status, pointed at policies that are all

@@ -12,8 +12,9 @@
 //     hack/copy-ocm-crds.sh;
 //   - admission/*.yaml: ValidatingAdmissionPolicies (and their bindings)
 //     for the rules CRD validation cannot express, such as the 62-character
-//     limit on a root Policy's namespace and name, or a root in a managed
-//     cluster's namespace.
+//     limit on a root Policy's namespace and name, a root in a managed
+//     cluster's namespace, or a PolicySet exclusion of a policy that is
+//     not a member.
 //
 // Note: the admission policies live under deploy/crds/admission, not
 // deploy/admission, because go:embed cannot reach a parent directory.

@@ -57,6 +57,8 @@ func TestHubBase(t *testing.T) {
 		"CustomResourceDefinition//subnamespaces.hierarchy.canopy.io",
 		"ValidatingAdmissionPolicy//policy-name-length.policy.open-cluster-management.io",
 		"ValidatingAdmissionPolicyBinding//policy-name-length.policy.open-cluster-management.io",
+		"ValidatingAdmissionPolicy//policyset-exclusions.policy.open-cluster-management.io",
+		"ValidatingAdmissionPolicyBinding//policyset-exclusions.policy.open-cluster-management.io",
 		"ValidatingAdmissionPolicy//root-in-cluster-namespace.policy.open-cluster-management.io",
 		"ValidatingAdmissionPolicyBinding//root-in-cluster-namespace.policy.open-cluster-management.io",
 		"ClusterRole//canopy-hub",

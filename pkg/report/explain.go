@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/replica"
 )
@@ -38,6 +39,9 @@ type Explanation struct {
 	// Clusters are the clusters the policy is placed on or has a replica
 	// on, sorted by name.
 	Clusters []ClusterExplanation `json:"clusters"`
+	// Excluded are the clusters PolicySets' exclusions keep the policy off,
+	// sorted by cluster (RootExclusions).
+	Excluded []Exclusion `json:"excluded,omitempty"`
 }
 
 // ClusterExplanation is the state of one replica of the policy.
@@ -132,6 +136,9 @@ type ExplainOptions struct {
 	// History is the number of history entries kept per template; 0 keeps
 	// none.
 	History int
+	// PolicySets are where the reasons of exclusions are read: the
+	// PolicySets of the root's namespace (others are ignored).
+	PolicySets []policyv1beta1.PolicySet
 }
 
 // Explain builds the explanation of root from its replicas (Policies
@@ -153,6 +160,11 @@ func Explain(root *policyv1.Policy, replicas []policyv1.Policy, opts ExplainOpti
 		r := &replicas[i]
 		if r.Labels[policyv1.RootPolicyLabel] == label {
 			byCluster[cmp.Or(r.Labels[policyv1.ClusterNameLabel], r.Namespace)] = r
+		}
+	}
+	for _, x := range RootExclusions(root, opts.PolicySets) {
+		if opts.Cluster == "" || x.Cluster == opts.Cluster {
+			e.Excluded = append(e.Excluded, x)
 		}
 	}
 	rootView := map[string]policyv1.ComplianceState{}

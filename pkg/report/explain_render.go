@@ -20,7 +20,7 @@ func RenderExplanation(w io.Writer, e Explanation, opts RenderOptions) error {
 		b.WriteString(" (disabled)")
 	}
 	b.WriteString("\n")
-	if len(e.Clusters) == 0 {
+	if len(e.Clusters) == 0 && len(e.Excluded) == 0 {
 		b.WriteString("  placed on no cluster\n")
 	}
 	if e.Placement != "" {
@@ -35,6 +35,9 @@ func RenderExplanation(w io.Writer, e Explanation, opts RenderOptions) error {
 		for _, t := range c.Templates {
 			renderTemplate(&b, t, opts)
 		}
+	}
+	for _, x := range e.Excluded {
+		fmt.Fprintf(&b, "\nCluster %s: %s\n  %s\n", x.Cluster, cell(Excluded, true, opts), x)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

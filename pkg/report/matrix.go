@@ -27,6 +27,10 @@ type Row struct {
 	// Clusters maps a cluster name to the replica's compliance there; a
 	// cluster the policy is not placed on has no entry.
 	Clusters map[string]policyv1.ComplianceState `json:"clusters"`
+	// Excluded are the clusters a PolicySet's exclusion keeps the policy
+	// off (and no other binding places it on), sorted: shown as Excluded,
+	// not as not placed.
+	Excluded []string `json:"excluded,omitempty"`
 	// Summary is Totals(), filled by Build for readers of the JSON form.
 	Summary Totals `json:"totals"`
 }
@@ -53,6 +57,12 @@ func Build(roots []policyv1.Policy) Matrix {
 		for _, s := range p.Status.Status {
 			row.Clusters[s.ClusterName] = s.ComplianceState
 			clusters[s.ClusterName] = true
+		}
+		for _, c := range excludedOnly(RootExclusions(&p, nil)) {
+			if _, placed := row.Clusters[c]; !placed {
+				row.Excluded = append(row.Excluded, c)
+				clusters[c] = true
+			}
 		}
 		row.Summary = row.Totals()
 		m.Rows = append(m.Rows, row)

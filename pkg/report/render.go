@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -33,6 +34,10 @@ func Render(w io.Writer, m Matrix, opts RenderOptions) error {
 		cells := []string{r.Namespace + "/" + r.Name}
 		for _, c := range m.Clusters {
 			state, placed := r.Clusters[c]
+			if !placed && slices.Contains(r.Excluded, c) {
+				cells = append(cells, cell(Excluded, true, opts))
+				continue
+			}
 			cells = append(cells, cell(state, placed, opts))
 		}
 		t := r.Totals()

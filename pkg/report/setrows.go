@@ -20,6 +20,8 @@ type SetRow struct {
 	// NotCompliant are the members that are not Compliant, in spec order,
 	// as "name (state)"; a member not on the hub is "name (not found)".
 	NotCompliant []string `json:"notCompliant,omitempty"`
+	// Exclusions are the set's spec.exclusions, one per policy and cluster.
+	Exclusions []Exclusion `json:"exclusions,omitempty"`
 }
 
 // BuildSetRows returns a row per set, its members read from roots (the
@@ -34,7 +36,7 @@ func BuildSetRows(sets []policyv1beta1.PolicySet, roots []policyv1.Policy) []Set
 	rows := make([]SetRow, 0, len(sets))
 	for _, s := range sets {
 		row := SetRow{Set: PolicyRef{Namespace: s.Namespace, Name: s.Name}, Compliant: s.Status.ComplianceState,
-			Members: len(s.Spec.Policies)}
+			Members: len(s.Spec.Policies), Exclusions: SetExclusions(&s)}
 		for _, m := range s.Spec.Policies {
 			ref := PolicyRef{Namespace: s.Namespace, Name: string(m)}
 			switch state := states[ref]; {
@@ -57,14 +59,25 @@ func cellText(s policyv1.ComplianceState) policyv1.ComplianceState {
 }
 
 // RenderSets prints rows as a table: POLICYSET, its state, how many
-// members, and those that are not Compliant.
+// members, and those that are not Compliant; then a line per exclusion.
 func RenderSets(w io.Writer, rows []SetRow, opts RenderOptions) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "POLICYSET\tCOMPLIANT\tMEMBERS\tNOT COMPLIANT")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", r.Set, cell(r.Compliant, true, opts), r.Members, strings.Join(r.NotCompliant, ", "))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		for _, e := range r.Exclusions {
+			e.PolicySet = r.Set.String()
+			fmt.Fprintf(&b, "Excluded: %s\n", e)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // RenderRollouts prints one line per root policy with a rollout: where it

@@ -25,6 +25,9 @@ type SetExplanation struct {
 	// HeldBack names, per cluster (sorted) where a member placed there is
 	// not Compliant, the first such member in spec order.
 	HeldBack []HeldBack `json:"heldBack"`
+	// Exclusions are the set's spec.exclusions, one per policy and cluster:
+	// those clusters hold nothing back.
+	Exclusions []Exclusion `json:"exclusions,omitempty"`
 }
 
 // SetMember is one policy of a PolicySet.
@@ -53,7 +56,7 @@ type HeldBack struct {
 // ExplainSet explains set from the root policies and replicas of inv.
 func ExplainSet(set *policyv1beta1.PolicySet, inv Inventory) SetExplanation {
 	e := SetExplanation{Set: PolicyRef{Namespace: set.Namespace, Name: set.Name},
-		Compliant: set.Status.ComplianceState, Members: []SetMember{}, HeldBack: []HeldBack{}}
+		Compliant: set.Status.ComplianceState, Members: []SetMember{}, HeldBack: []HeldBack{}, Exclusions: SetExclusions(set)}
 	roots, replicas := splitInventory(inv)
 	clusters := map[string]bool{}
 	for _, name := range set.Spec.Policies {
@@ -144,6 +147,15 @@ func RenderSetExplanation(w io.Writer, e SetExplanation, opts RenderOptions) err
 			state = "not found"
 		}
 		fmt.Fprintf(&b, "  member %s: %s\n", m.Name, state)
+		for _, x := range e.Exclusions {
+			if x.Policy == m.Name {
+				fmt.Fprintf(&b, "    %s on %s", cell(Excluded, true, opts), x.Cluster)
+				if x.Reason != "" {
+					fmt.Fprintf(&b, ": %s", x.Reason)
+				}
+				b.WriteString("\n")
+			}
+		}
 	}
 	if len(e.HeldBack) == 0 {
 		b.WriteString("\nNo member holds the set back on any cluster.\n")

@@ -69,7 +69,7 @@ func newPolicyView(root *policyv1.Policy, replicas []policyv1.Policy, inv report
 		Dependencies: dependencyViews(root.Namespace, root.Spec.Dependencies, inv),
 		Templates:    []TemplateView{},
 		Rollout:      root.Status.Rollout,
-		Explanation:  report.Explain(root, replicas, report.ExplainOptions{History: historyLimit}),
+		Explanation:  report.Explain(root, replicas, report.ExplainOptions{History: historyLimit, PolicySets: inv.PolicySets}),
 	}
 	for _, t := range root.Spec.PolicyTemplates {
 		kind, name := t.KindAndName()

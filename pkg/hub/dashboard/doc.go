@@ -1,11 +1,13 @@
 // Package dashboard is the hub's read-only web page: the policies × clusters
 // compliance matrix (the same content as `kubectl canopy status`) with each
-// NonCompliant or Pending cell's first reason, the PolicySets, a page per
-// policy with the state of each of its templates on each cluster, their
-// Pending reasons, compliance history and rollout, a page per PolicySet
-// with its members on each cluster and which member holds it back, and the
-// dependency graph drawn as inline SVG, laid out by Graphviz's dot (through
-// go-graphviz, Graphviz compiled to WebAssembly) so that edges go around
+// NonCompliant or Pending cell's first reason, and "excluded" with the
+// set's reason where a PolicySet's exclusion keeps the policy off a
+// cluster; the PolicySets; a page per policy with the state of each of its
+// templates on each cluster, their Pending reasons, compliance history and
+// rollout; a page per PolicySet with its members on each cluster, its
+// exclusions and which member holds it back; and the dependency graph
+// drawn as inline SVG, laid out by Graphviz's dot (through go-graphviz,
+// Graphviz compiled to WebAssembly) so that edges go around
 // the boxes and every label fits its box. The pages update live by polling
 // the JSON API they are drawn from:
 //

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"slices"
 	"time"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
@@ -41,8 +42,13 @@ type Cell struct {
 	Placed bool `json:"placed"`
 	// State is the replica's compliance; empty is unknown.
 	State policyv1.ComplianceState `json:"state"`
+	// Excluded says that a PolicySet's exclusion keeps the policy off the
+	// cluster (and no other binding places it there): the cell is not
+	// placed on purpose.
+	Excluded bool `json:"excluded,omitempty"`
 	// Reason is the first reason a NonCompliant or Pending cell gives, as
-	// the policy's page shows it.
+	// the policy's page shows it; for an excluded cell, which set excludes
+	// the policy and why.
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -69,7 +75,11 @@ func newMatrixView(m report.Matrix, reasons cellReasons, now time.Time) MatrixVi
 		ref := report.PolicyRef{Namespace: r.Namespace, Name: r.Name}
 		for _, c := range m.Clusters {
 			state, placed := r.Clusters[c]
-			row.Cells = append(row.Cells, Cell{Cluster: c, Placed: placed, State: state, Reason: reasons.of(ref, c, state)})
+			cell := Cell{Cluster: c, Placed: placed, State: state, Reason: reasons.of(ref, c, state)}
+			if !placed && slices.Contains(r.Excluded, c) {
+				cell.Excluded, cell.Reason = true, reasons[ref][c]
+			}
+			row.Cells = append(row.Cells, cell)
 		}
 		v.Policies = append(v.Policies, row)
 	}

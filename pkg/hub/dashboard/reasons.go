@@ -19,7 +19,8 @@ func (r cellReasons) of(ref report.PolicyRef, cluster string, state policyv1.Com
 }
 
 // reasonsOf reads the first reason of each root policy of inv on each
-// cluster from its replicas in inv.
+// cluster from its replicas in inv, and on each cluster a PolicySet of inv
+// excludes it from, the exclusion.
 func reasonsOf(inv report.Inventory) cellReasons {
 	replicas := map[string][]policyv1.Policy{}
 	for _, p := range inv.Policies {
@@ -34,8 +35,11 @@ func reasonsOf(inv report.Inventory) cellReasons {
 			continue
 		}
 		ref := report.PolicyRef{Namespace: root.Namespace, Name: root.Name}
-		e := report.Explain(root, replicas[replica.Name(root)], report.ExplainOptions{})
+		e := report.Explain(root, replicas[replica.Name(root)], report.ExplainOptions{PolicySets: inv.PolicySets})
 		out[ref] = map[string]string{}
+		for _, x := range e.Excluded {
+			out[ref][x.Cluster] = x.String()
+		}
 		for _, c := range e.Clusters {
 			out[ref][c.Cluster] = report.FirstReason(c)
 		}

@@ -25,6 +25,9 @@ type SetView struct {
 	// HeldBack names, per cluster where the set is not Compliant, the
 	// member that holds it back and why.
 	HeldBack []HeldBack `json:"heldBack"`
+	// Exclusions are the set's spec.exclusions, one per member and
+	// cluster, with their reasons.
+	Exclusions []report.Exclusion `json:"exclusions"`
 	// Graph is the state of each node and edge of the set's graph.
 	Graph GraphState `json:"graph"`
 }
@@ -80,6 +83,10 @@ func newSetView(set *policyv1beta1.PolicySet, inv report.Inventory, now time.Tim
 		}
 		v.Members = append(v.Members, mv)
 	}
-	v.HeldBack = report.ExplainSet(set, inv).HeldBack
+	e := report.ExplainSet(set, inv)
+	v.HeldBack, v.Exclusions = e.HeldBack, e.Exclusions
+	if v.Exclusions == nil {
+		v.Exclusions = []report.Exclusion{}
+	}
 	return v
 }

@@ -162,6 +162,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 		return ctrl.Result{}, fmt.Errorf("reading the rollout placements of %s: %w", klog.KObj(policy), err)
 	}
 	res := ResolvePlacement(in)
+	gated = ExcludeFromRollouts(gated, res.Clusters, in.PolicySets)
 	policy.Status.Placement = res.Placements
 	out := r.syncReplicas(ctx, policy, status, res.Clusters, members, gated)
 	if len(out.failures) > 0 {

@@ -11,7 +11,9 @@
 //     labels and annotations per spec.copyPolicyMetadata. It owns the spec
 //     and metadata of replicas, never their status (the agents write it);
 //   - the root's status.placement: one entry per binding (and policy set)
-//     binding it, whose decisions are the clusters that binding contributes;
+//     binding it, whose decisions are the clusters that binding contributes
+//     and, through a set, whose exclusions are the clusters the set's
+//     spec.exclusions keep the policy off;
 //   - the root's condition Propagated (reasons in status.go) and, when it
 //     turns to PropagationFailed, NameTooLong or InClusterNamespace, a
 //     Warning event on the root. Bad input (a name too long for the
@@ -23,6 +25,17 @@
 //     templates encrypt for a cluster that has none;
 //   - the root's status.rollout, when a rollout strategy applies (below),
 //     and the condition RolledOut of a PolicySet whose strategy applies.
+//
+// PolicySet exclusions (OCM's spec.exclusions). A binding that names a set
+// contributes, for each member, the clusters of its Placement less those
+// the set's exclusions name for that member; a binding that names the
+// policy itself, or another set, is not affected, so the cluster may still
+// be selected through it. Nothing else keeps the excluded cluster: its
+// replica is deleted like that of any cluster no longer selected, and a
+// rollout neither waits for it nor, through a set, for an excluded member
+// there (ExcludeFromRollouts). The admission policy
+// policyset-exclusions.policy.open-cluster-management.io refuses an
+// exclusion of a policy that is not a member.
 //
 // A root in the namespace of a managed cluster (a ManagedCluster of that
 // name exists: OCM's test) is not propagated: that namespace holds the
@@ -95,7 +108,8 @@
 // Status.status and status.compliant of the root, and PolicySet status, are
 // pkg/hub/rootstatus's, which reads status.placement.
 //
-// The pure cores are ResolvePlacement (which clusters, which overrides),
+// The pure cores are ResolvePlacement (which clusters, which overrides,
+// which exclusions),
 // replica.Build and replica.CanonicalDependencies (pkg/replica: what a
 // replica holds),
 // ReplicaUpToDate (whether to write) and PropagatedCondition.

@@ -78,21 +78,25 @@ func ResolvePlacement(in PlacementInputs) Resolution {
 	selected := sets.New[string]()
 	for _, b := range bound {
 		if b.binding.SubFilter != policyv1.Restricted && !in.Disabled {
-			selected.Insert(b.decisions...)
+			for _, set := range b.via {
+				excluded := ExcludedClusters(in.PolicySets[set], in.PolicyName)
+				selected.Insert(filter(b.decisions, func(c string) bool { return !excluded.Has(c) })...)
+			}
 		}
 	}
 	enforce := sets.New[string]()
 	for _, b := range bound {
-		contributed := filter(b.decisions, selected.Has)
 		restricted := b.binding.SubFilter == policyv1.Restricted
-		if restricted && len(contributed) == 0 {
+		if restricted && len(filter(b.decisions, selected.Has)) == 0 {
 			continue
 		}
-		if policyv1.RemediationAction(b.binding.BindingOverrides.RemediationAction).IsEnforce() {
-			enforce.Insert(contributed...)
-		}
 		for _, set := range b.via {
-			res.Placements = append(res.Placements, placementEntry(b.binding, set, contributed))
+			excluded := ExcludedClusters(in.PolicySets[set], in.PolicyName)
+			contributed := filter(b.decisions, func(c string) bool { return selected.Has(c) && !excluded.Has(c) })
+			if policyv1.RemediationAction(b.binding.BindingOverrides.RemediationAction).IsEnforce() {
+				enforce.Insert(contributed...)
+			}
+			res.Placements = append(res.Placements, placementEntry(b.binding, set, contributed, sets.List(excluded)))
 		}
 	}
 	for _, name := range sets.List(selected) {
@@ -183,6 +187,25 @@ func IsMember(set *policyv1beta1.PolicySet, policy string) bool {
 	return slices.Contains(set.Spec.Policies, policyv1.NonEmptyString(policy))
 }
 
+// ExcludedClusters returns the clusters that the exclusions of set keep
+// policy off (none for a nil set, which stands for a binding naming the
+// policy itself).
+func ExcludedClusters(set *policyv1beta1.PolicySet, policy string) sets.Set[string] {
+	out := sets.New[string]()
+	if set == nil {
+		return out
+	}
+	for _, e := range set.Spec.Exclusions {
+		if string(e.PolicyName) != policy {
+			continue
+		}
+		for _, c := range e.ClusterNames {
+			out.Insert(string(c))
+		}
+	}
+	return out
+}
+
 // bindingDecisions returns the clusters of the binding's Placement, and a
 // problem when that Placement selects none.
 func bindingDecisions(pb *policyv1.PlacementBinding, in PlacementInputs) ([]string, string) {
@@ -204,9 +227,13 @@ func bindingDecisions(pb *policyv1.PlacementBinding, in PlacementInputs) ([]stri
 	}
 }
 
-// placementEntry is the status.placement entry of a binding.
-func placementEntry(pb *policyv1.PlacementBinding, policySet string, clusters []string) policyv1.Placement {
+// placementEntry is the status.placement entry of a binding, through
+// policySet: the clusters it contributes and those the set excludes.
+func placementEntry(pb *policyv1.PlacementBinding, policySet string, clusters, excluded []string) policyv1.Placement {
 	p := policyv1.Placement{PlacementBinding: pb.Name, PolicySet: policySet}
+	for _, c := range excluded {
+		p.Exclusions = append(p.Exclusions, policyv1.PolicyExclusion{ClusterName: c})
+	}
 	if pb.PlacementRef.Kind == placementKind {
 		p.Placement = pb.PlacementRef.Name
 	} else {

@@ -53,6 +53,24 @@ func entry(binding, placement, set string, clusters ...string) policyv1.Placemen
 	return p
 }
 
+// excluding adds to a policy set the exclusion of policy from clusters.
+func excluding(set *policyv1beta1.PolicySet, policy string, clusters ...string) *policyv1beta1.PolicySet {
+	e := policyv1beta1.PolicySetExclusion{PolicyName: policyv1.NonEmptyString(policy), Reason: "test"}
+	for _, c := range clusters {
+		e.ClusterNames = append(e.ClusterNames, policyv1.NonEmptyString(c))
+	}
+	set.Spec.Exclusions = append(set.Spec.Exclusions, e)
+	return set
+}
+
+// withExclusions sets the exclusions of a status.placement entry.
+func withExclusions(p policyv1.Placement, clusters ...string) policyv1.Placement {
+	for _, c := range clusters {
+		p.Exclusions = append(p.Exclusions, policyv1.PolicyExclusion{ClusterName: c})
+	}
+	return p
+}
+
 func TestResolvePlacement(t *testing.T) {
 	decisions := map[string][]string{"p1": {"c1", "c2"}, "p2": {"c2", "c3"}, "empty": nil}
 	placements := sets.New("p1", "p2", "empty")
@@ -111,6 +129,38 @@ func TestResolvePlacement(t *testing.T) {
 		sets:         map[string]*policyv1beta1.PolicySet{"set": policySet("set", "x", "pol")},
 		wantClusters: []Cluster{{Name: "c1"}, {Name: "c2"}},
 		wantEntries:  []policyv1.Placement{entry("b", "p1", "set", "c1", "c2")},
+	}, {
+		name:         "through a policy set excluding the policy from a cluster",
+		bindings:     []policyv1.PlacementBinding{binding("b", "p1", setSubject("set"))},
+		sets:         map[string]*policyv1beta1.PolicySet{"set": excluding(policySet("set", "x", "pol"), "pol", "c2", "c9")},
+		wantClusters: []Cluster{{Name: "c1"}},
+		wantEntries:  []policyv1.Placement{withExclusions(entry("b", "p1", "set", "c1"), "c2", "c9")},
+	}, {
+		name:         "an exclusion of another member leaves the policy placed",
+		bindings:     []policyv1.PlacementBinding{binding("b", "p1", setSubject("set"))},
+		sets:         map[string]*policyv1beta1.PolicySet{"set": excluding(policySet("set", "x", "pol"), "x", "c2")},
+		wantClusters: []Cluster{{Name: "c1"}, {Name: "c2"}},
+		wantEntries:  []policyv1.Placement{entry("b", "p1", "set", "c1", "c2")},
+	}, {
+		name: "an exclusion does not reach a binding naming the policy itself",
+		bindings: []policyv1.PlacementBinding{
+			binding("b", "p1", setSubject("set"), policySubject("pol")),
+			binding("d", "p2", policySubject("pol")),
+		},
+		sets:         map[string]*policyv1beta1.PolicySet{"set": excluding(policySet("set", "pol"), "pol", "c1", "c2")},
+		wantClusters: []Cluster{{Name: "c1"}, {Name: "c2"}, {Name: "c3"}},
+		wantEntries: []policyv1.Placement{
+			entry("b", "p1", "", "c1", "c2"), withExclusions(entry("b", "p1", "set"), "c1", "c2"), entry("d", "p2", "", "c2", "c3"),
+		},
+	}, {
+		name: "an excluded cluster gets no override through the set",
+		bindings: []policyv1.PlacementBinding{
+			binding("d", "p1", policySubject("pol")),
+			enforcing(restricted(binding("r", "p1", setSubject("set")))),
+		},
+		sets:         map[string]*policyv1beta1.PolicySet{"set": excluding(policySet("set", "pol"), "pol", "c2")},
+		wantClusters: []Cluster{{Name: "c1", Enforce: true}, {Name: "c2"}},
+		wantEntries:  []policyv1.Placement{entry("d", "p1", "", "c1", "c2"), withExclusions(entry("r", "p1", "set", "c1"), "c2")},
 	}, {
 		name:        "through a policy set that does not list the policy",
 		bindings:    []policyv1.PlacementBinding{binding("b", "p1", setSubject("set"))},
@@ -186,7 +236,7 @@ func TestResolvePlacement(t *testing.T) {
 
 // FuzzResolvePlacement checks the invariants of placement resolution on
 // random bindings: the selected clusters are sorted and unique, come only
-// from non-restricted bindings, and are exactly the union of the
+// from non-restricted bindings on paths that do not exclude them, and are exactly the union of the
 // decisions of the status.placement entries.
 func FuzzResolvePlacement(f *testing.F) {
 	f.Add([]byte{0x01, 0x12, 0x23, 0x34}, false)
@@ -217,12 +267,16 @@ func FuzzResolvePlacement(f *testing.F) {
 		}
 		nonRestricted := sets.New[string]()
 		for _, pb := range in.Bindings {
-			if via, _ := SubjectsNaming(&pb, in.PolicyName, in.PolicySets); len(via) > 0 && pb.SubFilter != policyv1.Restricted {
-				nonRestricted.Insert(in.Decisions[pb.PlacementRef.Name]...)
+			via, _ := SubjectsNaming(&pb, in.PolicyName, in.PolicySets)
+			for _, set := range via {
+				if pb.SubFilter != policyv1.Restricted {
+					excluded := ExcludedClusters(in.PolicySets[set], in.PolicyName)
+					nonRestricted.Insert(filter(in.Decisions[pb.PlacementRef.Name], func(c string) bool { return !excluded.Has(c) })...)
+				}
 			}
 		}
 		if !nonRestricted.IsSuperset(sets.New(names...)) {
-			t.Fatalf("selected %v beyond the non-restricted bindings' %v", names, sets.List(nonRestricted))
+			t.Fatalf("selected %v beyond the non-restricted bindings' %v, less the exclusions", names, sets.List(nonRestricted))
 		}
 	})
 }
@@ -233,7 +287,7 @@ func fuzzInputs(data []byte, disabled bool) PlacementInputs {
 	clusters := []string{"a", "b", "c", "d"}
 	in := PlacementInputs{
 		PolicyName: "pol", Namespace: "ns", Disabled: disabled,
-		PolicySets: map[string]*policyv1beta1.PolicySet{"set": policySet("set", "pol"), "other": policySet("other", "x")},
+		PolicySets: map[string]*policyv1beta1.PolicySet{"set": excluding(policySet("set", "pol"), "pol", "b"), "other": policySet("other", "x")},
 		Decisions:  map[string][]string{}, Placements: sets.New[string](),
 	}
 	for i, b := range data {

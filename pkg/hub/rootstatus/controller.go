@@ -92,7 +92,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, root *policyv1.Policy)
 	if err != nil {
 		return err
 	}
-	root.Status.Status = ClusterStatuses(clusters, compliance)
+	root.Status.Status = ClusterStatuses(clusters, compliance, RemainingBindings(root.Status.Placement))
 	root.Status.ComplianceState = RootCompliance(root.Status.Status)
 	return nil
 }

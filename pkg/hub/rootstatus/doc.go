@@ -4,16 +4,19 @@
 //
 // Reconciler reconciles root Policies and writes their status.status (one
 // entry per selected cluster, sorted by cluster, holding the compliance of
-// that cluster's replica) and status.compliant (NonCompliant > Pending >
-// unknown > Compliant). The selected clusters are read from the root's
+// that cluster's replica and, on a cluster a policy set's exclusion names,
+// the remainingBindings that place the policy there all the same) and
+// status.compliant (NonCompliant > Pending > unknown > Compliant). The selected clusters are read from the root's
 // status.placement, which pkg/hub/propagator writes: the two controllers
 // talk through status, and each status field has one writer. Replica
 // compliance changes are coalesced for CoalesceWindow, so a burst of agent
 // updates leads to one root update.
 //
 // PolicySetReconciler reconciles PolicySets and writes their
-// status.compliant, status.placement and status.statusMessage, which names
-// the members that are Pending, disabled, without status yet or missing.
+// status.compliant, status.placement, status.exclusions (spec.exclusions,
+// sorted, as OCM writes them) and status.statusMessage, which names the
+// members that are Pending, disabled, without status yet or missing, and
+// ends as OCM's does when members are excluded (SomeExcluded).
 // A member's compliance counts only the clusters selected through the set.
 //
 // Neither writes conditions or events. Both compare before writing, so a

@@ -34,8 +34,9 @@ const memberIndex = "rootstatus.canopy.io/member"
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policysets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policysets/status,verbs=get;update;patch
 
-// PolicySetReconciler writes a PolicySet's status.compliant, placement and
-// statusMessage from the status of its member policies.
+// PolicySetReconciler writes a PolicySet's status.compliant, placement,
+// statusMessage and exclusions from its spec and the status of its member
+// policies.
 type PolicySetReconciler struct {
 	// Client reads from the manager's cache and writes to the hub.
 	Client client.Client
@@ -77,6 +78,7 @@ func (r *PolicySetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 	st := PolicySetStatus(set, members)
 	set.Status.Placement, set.Status.ComplianceState, set.Status.StatusMessage = st.Placement, st.Compliant, st.StatusMessage
+	set.Status.Exclusions = st.Exclusions
 	return ctrl.Result{}, nil
 }
 

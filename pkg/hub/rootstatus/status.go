@@ -17,6 +17,11 @@ import (
 // compliance.
 const AllReporting = "All policies are reporting status"
 
+// SomeExcluded ends the PolicySet statusMessage when spec.exclusions keeps
+// members off some clusters (OCM's message, from governance-policy-propagator
+// controllers/policyset/policyset_controller.go).
+const SomeExcluded = "One or more policies were excluded. For details, see status.exclusions."
+
 // SelectedClusters returns the clusters of the decisions of a root
 // policy's status.placement, sorted and without duplicates: the clusters
 // the propagator selected for it.
@@ -34,20 +39,56 @@ func SelectedClusters(placements []policyv1.Placement) []string {
 
 // ClusterStatuses returns a root policy's status.status: one entry per
 // selected cluster, in the order of clusters, with the compliance of the
-// cluster's replica (absent from states: unknown).
-func ClusterStatuses(clusters []string, states map[string]policyv1.ComplianceState) []policyv1.CompliancePerClusterStatus {
+// cluster's replica (absent from states: unknown) and the bindings that
+// place the policy on a cluster a policy set excludes it from (remaining,
+// from RemainingBindings).
+func ClusterStatuses(clusters []string, states map[string]policyv1.ComplianceState, remaining map[string][]policyv1.RemainingBinding) []policyv1.CompliancePerClusterStatus {
 	if len(clusters) == 0 {
 		return nil
 	}
 	out := make([]policyv1.CompliancePerClusterStatus, 0, len(clusters))
 	for _, c := range clusters {
 		out = append(out, policyv1.CompliancePerClusterStatus{
-			ClusterName:      c,
-			ClusterNamespace: c,
-			ComplianceState:  compliance.Known(states[c]),
+			ClusterName:       c,
+			ClusterNamespace:  c,
+			ComplianceState:   compliance.Known(states[c]),
+			RemainingBindings: remaining[c],
 		})
 	}
 	return out
+}
+
+// RemainingBindings returns, for each cluster that an entry of a root's
+// status.placement excludes (through a policy set's exclusion) and that
+// other bindings still place the policy on, those bindings, sorted:
+// status.status[].remainingBindings.
+func RemainingBindings(placements []policyv1.Placement) map[string][]policyv1.RemainingBinding {
+	excludedBy := map[string]sets.Set[string]{} // cluster → bindings whose set excludes it
+	placedBy := map[string]sets.Set[string]{}   // cluster → bindings that place the policy on it
+	for _, p := range placements {
+		for _, e := range p.Exclusions {
+			addTo(excludedBy, e.ClusterName, p.PlacementBinding)
+		}
+		for _, d := range p.Decisions {
+			addTo(placedBy, d.ClusterName, p.PlacementBinding)
+		}
+	}
+	out := map[string][]policyv1.RemainingBinding{}
+	for cluster, excluding := range excludedBy {
+		// Note: as OCM, a binding that excludes the cluster is no remaining
+		// binding, even when it also names the policy directly.
+		for _, b := range sets.List(placedBy[cluster].Difference(excluding)) {
+			out[cluster] = append(out[cluster], policyv1.RemainingBinding{PlacementBinding: b})
+		}
+	}
+	return out
+}
+
+func addTo(m map[string]sets.Set[string], key, value string) {
+	if m[key] == nil {
+		m[key] = sets.New[string]()
+	}
+	m[key].Insert(value)
 }
 
 // RootCompliance is a root policy's status.compliant from its status.status.
@@ -64,6 +105,7 @@ type SetStatus struct {
 	Placement     []policyv1beta1.PolicySetStatusPlacement
 	Compliant     policyv1.ComplianceState
 	StatusMessage string
+	Exclusions    []policyv1beta1.PolicySetStatusExclusion
 }
 
 // PolicySetStatus computes a PolicySet's status from its members, by name
@@ -99,7 +141,8 @@ func PolicySetStatus(set *policyv1beta1.PolicySet, members map[string]*policyv1.
 			pending = append(pending, string(name))
 		}
 	}
-	st := SetStatus{StatusMessage: statusMessage(pending, disabled, unknown, missing)}
+	st := SetStatus{Exclusions: SetExclusions(set)}
+	st.StatusMessage = statusMessage(pending, disabled, unknown, missing, len(st.Exclusions) > 0)
 	st.Compliant = compliance.Aggregate(states...)
 	for _, binding := range slices.Sorted(maps.Keys(placements)) {
 		st.Placement = append(st.Placement, placements[binding])
@@ -140,9 +183,28 @@ func addSetPlacements(into map[string]policyv1beta1.PolicySetStatusPlacement, se
 	}
 }
 
+// SetExclusions is a PolicySet's status.exclusions: its spec.exclusions
+// with the clusters sorted, sorted by policy name, as OCM writes them.
+func SetExclusions(set *policyv1beta1.PolicySet) []policyv1beta1.PolicySetStatusExclusion {
+	var out []policyv1beta1.PolicySetStatusExclusion
+	for _, e := range set.Spec.Exclusions {
+		if len(e.ClusterNames) == 0 {
+			continue
+		}
+		clusters := slices.Clone(e.ClusterNames)
+		slices.Sort(clusters)
+		out = append(out, policyv1beta1.PolicySetStatusExclusion{PolicyName: e.PolicyName, Clusters: slices.Compact(clusters)})
+	}
+	slices.SortStableFunc(out, func(a, b policyv1beta1.PolicySetStatusExclusion) int {
+		return strings.Compare(string(a.PolicyName), string(b.PolicyName))
+	})
+	return out
+}
+
 // statusMessage names the members that are Pending, disabled, without
-// status or missing, in that order, or says all report.
-func statusMessage(pending, disabled, unknown, missing []string) string {
+// status or missing, in that order, or says all report; then, when
+// excluded, it says members are excluded (SomeExcluded).
+func statusMessage(pending, disabled, unknown, missing []string, excluded bool) string {
 	var parts []string
 	for _, part := range []struct {
 		what  string
@@ -158,7 +220,10 @@ func statusMessage(pending, disabled, unknown, missing []string) string {
 		}
 	}
 	if len(parts) == 0 {
-		return AllReporting
+		parts = append(parts, AllReporting)
+	}
+	if excluded {
+		parts = append(parts, SomeExcluded)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -66,8 +66,16 @@
   // cell carries its first reason as a tooltip and as text for screen
   // readers (visually hidden).
   function renderCell(c) {
-    var td = el('td', 'cell ' + (c.placed ? stateClass(c.state) : 'unplaced'));
+    var td = el('td', 'cell ' + (c.placed ? stateClass(c.state) : (c.excluded ? 'excluded' : 'unplaced')));
     td.dataset.cluster = c.cluster;
+    if (c.excluded) {
+      td.appendChild(el('span', 'state', 'excluded'));
+      if (c.reason) {
+        td.title = c.reason;
+        td.appendChild(el('span', 'reason visually-hidden', ': ' + c.reason));
+      }
+      return td;
+    }
     if (!c.placed) { return td; }
     td.appendChild(el('span', 'state', stateText(c.state)));
     if (c.reason) {
@@ -145,6 +153,17 @@
     overall.textContent = stateText(p.compliant);
     var clusters = document.getElementById('clusters');
     var cards = p.explanation.clusters.map(renderCluster);
+    (p.explanation.excluded || []).forEach(function (x) {
+      var card = el('article', 'card excluded');
+      card.dataset.cluster = x.cluster;
+      card.appendChild(el('h3', '', x.cluster + ' excluded'));
+      var why = 'PolicySet ' + x.policySet + ' does not propagate the policy to this cluster' + (x.reason ? ': ' + x.reason : '.');
+      if (x.remainingBindings && x.remainingBindings.length) {
+        why += ' PlacementBinding ' + x.remainingBindings.join(', ') + ' places it here all the same.';
+      }
+      card.appendChild(el('p', 'note', why));
+      cards.push(card);
+    });
     if (cards.length === 0) { cards = [el('p', 'note', 'Not placed on any cluster.')]; }
     clusters.replaceChildren.apply(clusters, cards);
     var rows = document.querySelectorAll('#dependencies tbody tr');
@@ -224,6 +243,19 @@
       m.cells.forEach(function (c) { tr.appendChild(renderCell(c)); });
       return tr;
     }));
+    var exclusions = document.getElementById('exclusions');
+    var excluded = (s.exclusions || []).map(function (x) {
+      var li = el('li');
+      li.dataset.policy = x.policy;
+      li.dataset.cluster = x.cluster;
+      li.appendChild(el('span', 'member', x.policy));
+      li.appendChild(el('span', '', ' excluded from '));
+      li.appendChild(el('strong', '', x.cluster));
+      if (x.reason) { li.appendChild(el('span', 'reason', ': ' + x.reason)); }
+      return li;
+    });
+    if (excluded.length === 0) { excluded = [el('li', 'note', 'None: every member goes to every cluster the set is placed on.')]; }
+    exclusions.replaceChildren.apply(exclusions, excluded);
     var held = document.getElementById('held-back');
     var items = (s.heldBack || []).map(function (h) {
       var li = el('li');
