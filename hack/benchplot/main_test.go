@@ -54,11 +54,11 @@ func TestRun(t *testing.T) {
 }
 
 func TestExponent(t *testing.T) {
-	e, ok := exponent(plotter.XYs{{10, 5}, {100, 50}, {1000, 500}})
+	e, ok := exponent(plotter.XYs{{X: 10, Y: 5}, {X: 100, Y: 50}, {X: 1000, Y: 500}})
 	if !ok || math.Abs(e-1) > 1e-9 {
 		t.Errorf("exponent = %v, %v; want 1", e, ok)
 	}
-	if _, ok := exponent(plotter.XYs{{10, 5}}); ok {
+	if _, ok := exponent(plotter.XYs{{X: 10, Y: 5}}); ok {
 		t.Error("one point: want no exponent")
 	}
 }
