@@ -63,7 +63,7 @@ func openPostgres(ctx context.Context, url string) (*postgresStore, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// Note: pgx's parse errors can quote the URL, password included.
-		return nil, errors.New("parsing --history-database: not a valid PostgreSQL URL")
+		return nil, ErrBadURL
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -152,9 +152,9 @@ func (s *postgresStore) ensurePartitions(ctx context.Context, transitions []Tran
 }
 
 // Write implements Store: one INSERT of all transitions through unnest.
-func (s *postgresStore) Write(ctx context.Context, transitions []Transition, gaps []Gap) (int, error) {
+func (s *postgresStore) Write(ctx context.Context, transitions []Transition, gaps []Gap) (WriteResult, error) {
 	if err := s.ensurePartitions(ctx, transitions); err != nil {
-		return 0, fmt.Errorf("writing history: %w", err)
+		return WriteResult{}, fmt.Errorf("writing history: %w", err)
 	}
 	n := len(transitions)
 	keys := make([][]byte, n)
@@ -170,7 +170,7 @@ func (s *postgresStore) Write(ctx context.Context, transitions []Transition, gap
 		}
 		ats[i] = t.At
 	}
-	written := 0
+	var written WriteResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if n > 0 {
 			tag, err := tx.Exec(ctx, `INSERT INTO canopy_history_transitions
@@ -181,20 +181,22 @@ func (s *postgresStore) Write(ctx context.Context, transitions []Transition, gap
 			if err != nil {
 				return err
 			}
-			written = int(tag.RowsAffected())
+			written.Transitions = int(tag.RowsAffected())
 		}
 		for _, g := range gaps {
-			if _, err := tx.Exec(ctx, `INSERT INTO canopy_history_gaps
+			tag, err := tx.Exec(ctx, `INSERT INTO canopy_history_gaps
 				(hub, cluster, policy_namespace, policy_name, template, from_at, to_at)
 				VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-				g.Hub, g.Cluster, g.Policy.Namespace, g.Policy.Name, g.Template, g.From, g.To); err != nil {
+				g.Hub, g.Cluster, g.Policy.Namespace, g.Policy.Name, g.Template, g.From, g.To)
+			if err != nil {
 				return fmt.Errorf("gaps: %w", err)
 			}
+			written.Gaps += int(tag.RowsAffected())
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("writing history: %w", err)
+		return WriteResult{}, fmt.Errorf("writing history: %w", err)
 	}
 	return written, nil
 }

@@ -108,40 +108,43 @@ func (s *sqliteStore) migrate(ctx context.Context) error {
 }
 
 // Write implements Store.
-func (s *sqliteStore) Write(ctx context.Context, transitions []Transition, gaps []Gap) (int, error) {
+func (s *sqliteStore) Write(ctx context.Context, transitions []Transition, gaps []Gap) (WriteResult, error) {
+	var written WriteResult
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("writing history: %w", err)
+		return written, fmt.Errorf("writing history: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
 	now := time.Now().UnixNano()
-	written := 0
 	if len(transitions) > 0 {
 		stmt, err := tx.PrepareContext(ctx, `INSERT INTO canopy_history_transitions
 			(key, hub, cluster, policy_namespace, policy_name, template, state, message, at, recorded_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`)
 		if err != nil {
-			return 0, fmt.Errorf("writing history: %w", err)
+			return WriteResult{}, fmt.Errorf("writing history: %w", err)
 		}
 		for _, t := range transitions {
 			res, err := stmt.ExecContext(ctx, t.Key(), t.Hub, t.Cluster, t.Policy.Namespace, t.Policy.Name, t.Template, t.State, t.Message, t.At.UnixNano(), now)
 			if err != nil {
-				return 0, fmt.Errorf("writing history: %w", err)
+				return WriteResult{}, fmt.Errorf("writing history: %w", err)
 			}
 			n, _ := res.RowsAffected()
-			written += int(n)
+			written.Transitions += int(n)
 		}
 	}
 	for _, g := range gaps {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO canopy_history_gaps
+		res, err := tx.ExecContext(ctx, `INSERT INTO canopy_history_gaps
 			(hub, cluster, policy_namespace, policy_name, template, from_at, to_at, recorded_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			g.Hub, g.Cluster, g.Policy.Namespace, g.Policy.Name, g.Template, g.From.UnixNano(), g.To.UnixNano(), now); err != nil {
-			return 0, fmt.Errorf("writing history gaps: %w", err)
+			g.Hub, g.Cluster, g.Policy.Namespace, g.Policy.Name, g.Template, g.From.UnixNano(), g.To.UnixNano(), now)
+		if err != nil {
+			return WriteResult{}, fmt.Errorf("writing history gaps: %w", err)
 		}
+		n, _ := res.RowsAffected()
+		written.Gaps += int(n)
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("writing history: %w", err)
+		return WriteResult{}, fmt.Errorf("writing history: %w", err)
 	}
 	return written, nil
 }

@@ -21,6 +21,10 @@ const DefaultRetention = 365 * 24 * time.Hour
 // another schema version than SchemaVersion.
 var ErrSchemaVersion = errors.New("history database has another schema version")
 
+// ErrBadURL is returned (wrapped) by Open for a PostgreSQL URL it cannot
+// parse. The error never quotes the URL, which may hold a password.
+var ErrBadURL = errors.New("--history-database is not a valid PostgreSQL URL")
+
 // Policy names a root policy on a hub.
 type Policy struct {
 	// Namespace is the root policy's namespace on the hub.
@@ -31,6 +35,14 @@ type Policy struct {
 
 // String returns "<namespace>/<name>".
 func (p Policy) String() string { return p.Namespace + "/" + p.Name }
+
+// WriteResult says how much of a Write was new.
+type WriteResult struct {
+	// Transitions is how many transitions were not stored before.
+	Transitions int
+	// Gaps is how many gaps were not stored before.
+	Gaps int
+}
 
 // Transition is one compliance event an agent reported for one template of
 // one replica.
@@ -109,8 +121,8 @@ type Result struct {
 // use.
 type Store interface {
 	// Write stores transitions and gaps in one transaction, skipping those
-	// already stored, and returns how many transitions were new.
-	Write(ctx context.Context, transitions []Transition, gaps []Gap) (int, error)
+	// already stored, and returns how many were new.
+	Write(ctx context.Context, transitions []Transition, gaps []Gap) (WriteResult, error)
 	// Latest returns, per template, the agent timestamp of the newest
 	// transition stored for one hub, cluster and policy.
 	Latest(ctx context.Context, hub, cluster string, policy Policy) (map[string]time.Time, error)

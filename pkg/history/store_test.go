@@ -63,22 +63,23 @@ func TestStore(t *testing.T) {
 			}
 			n, err := s.Write(ctx, batch, nil)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(n).To(Equal(4))
+			g.Expect(n).To(Equal(history.WriteResult{Transitions: 4}))
 
 			By := "writing the same batch again writes nothing, also after reopening (a hub restart)"
 			g.Expect(s.Close()).To(Succeed(), By)
 			s = open(t, url)
 			n, err = s.Write(ctx, append(batch, tr("c1", p1, "NonCompliant", t0.Add(3*time.Minute))), nil)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(n).To(Equal(1), By)
+			g.Expect(n).To(Equal(history.WriteResult{Transitions: 1}), By)
 
 			latest, err := s.Latest(ctx, "hub-a", "c1", p1)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(latest).To(Equal(map[string]time.Time{"cfg": t0.Add(3 * time.Minute)}))
 
 			gap := history.Gap{Hub: "hub-a", Cluster: "c2", Policy: p1, Template: "cfg", From: t0, To: t0.Add(25 * time.Hour)}
-			_, err = s.Write(ctx, nil, []history.Gap{gap, gap})
+			n, err = s.Write(ctx, nil, []history.Gap{gap, gap})
 			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(n).To(Equal(history.WriteResult{Gaps: 1}))
 
 			res, err := s.Query(ctx, history.Query{Policies: []history.Policy{p1}})
 			g.Expect(err).NotTo(HaveOccurred())
@@ -110,7 +111,7 @@ func TestStore(t *testing.T) {
 			By = "a transition of a dropped day can be written again"
 			n, err = s.Write(ctx, batch[:1], nil)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(n).To(Equal(1), By)
+			g.Expect(n).To(Equal(history.WriteResult{Transitions: 1}), By)
 		})
 	}
 }
@@ -172,6 +173,6 @@ func TestSchemaVersion(t *testing.T) {
 func TestBadURL(t *testing.T) {
 	g := NewWithT(t)
 	_, err := history.Open(t.Context(), "postgres://user:s3cret@host:notaport/db")
-	g.Expect(err).To(HaveOccurred())
+	g.Expect(errors.Is(err, history.ErrBadURL)).To(BeTrue(), "got %v", err)
 	g.Expect(err.Error()).NotTo(ContainSubstring("s3cret"))
 }
