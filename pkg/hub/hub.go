@@ -122,7 +122,11 @@ func controllers(mgr ctrl.Manager, opts Options) []controller {
 		list = append(list, &hubhistory.Recorder{Database: opts.HistoryDatabase, HubName: opts.HubName, Retention: opts.HistoryRetention})
 	}
 	if opts.DashboardAddress != "" {
-		list = append(list, &dashboard.Server{Address: opts.DashboardAddress, RefreshInterval: opts.DashboardRefresh})
+		d := &dashboard.Server{Address: opts.DashboardAddress, RefreshInterval: opts.DashboardRefresh}
+		if !history.Disabled(opts.HistoryDatabase) {
+			d.History = dashboard.NewHistoryReader(opts.HistoryDatabase)
+		}
+		list = append(list, d)
 	}
 	return list
 }
