@@ -9,12 +9,16 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // partitionPrefix starts the name of every daily partition of the
 // transitions table; the day follows as YYYYMMDD.
 const partitionPrefix = "canopy_history_transitions_p"
+
+// checkViolation is PostgreSQL's SQLSTATE of a row no partition accepts.
+const checkViolation = "23514"
 
 // lockKey is the advisory lock that serialises schema changes (creating the
 // tables, a partition, dropping partitions) between the hubs that share one
@@ -152,7 +156,22 @@ func (s *postgresStore) ensurePartitions(ctx context.Context, transitions []Tran
 }
 
 // Write implements Store: one INSERT of all transitions through unnest.
+// When a partition it knew of is gone (another hub's retention dropped it),
+// it forgets the partitions it knows and tries once more.
 func (s *postgresStore) Write(ctx context.Context, transitions []Transition, gaps []Gap) (WriteResult, error) {
+	res, err := s.write(ctx, transitions, gaps)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == checkViolation && strings.Contains(pgErr.Message, "no partition") {
+		s.mu.Lock()
+		s.partitions = map[string]bool{}
+		s.mu.Unlock()
+		res, err = s.write(ctx, transitions, gaps)
+	}
+	return res, err
+}
+
+// write is one attempt of Write.
+func (s *postgresStore) write(ctx context.Context, transitions []Transition, gaps []Gap) (WriteResult, error) {
 	if err := s.ensurePartitions(ctx, transitions); err != nil {
 		return WriteResult{}, fmt.Errorf("writing history: %w", err)
 	}

@@ -136,6 +136,23 @@ func TestPostgresPartitions(t *testing.T) {
 	g.Expect(partitions(t, pg.URL())).To(Equal([]string{"canopy_history_transitions_p20261121", "canopy_history_transitions_p20261122"}))
 }
 
+// TestPostgresPartitionDroppedElsewhere: a store whose partition another
+// hub's retention dropped writes that day again.
+func TestPostgresPartitionDroppedElsewhere(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	pg := postgres.Start(t)
+	a, b := open(t, pg.URL()), open(t, pg.URL())
+	_, err := a.Write(ctx, []history.Transition{tr("c1", p1, "Pending", t0)}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = b.Prune(ctx, t0.Add(48*time.Hour))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(partitions(t, pg.URL())).To(BeEmpty())
+	n, err := a.Write(ctx, []history.Transition{tr("c1", p1, "Compliant", t0.Add(time.Minute))}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n.Transitions).To(Equal(1))
+}
+
 func partitions(t *testing.T, url string) []string {
 	t.Helper()
 	conn, err := pgx.Connect(t.Context(), url)
