@@ -4,10 +4,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	. "github.com/onsi/gomega"
+	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
 	"github.com/canopy-policy/canopy/internal/test/postgres"
 	"github.com/canopy-policy/canopy/pkg/history"
+	"github.com/canopy-policy/canopy/pkg/hub"
+	hubhistory "github.com/canopy-policy/canopy/pkg/hub/history"
 )
 
 // TestRecordsOnceAcrossRestart: every event of a replica's history is
@@ -80,4 +85,40 @@ func TestOverflowGap(t *testing.T) {
 		Hub: "hub-a", Cluster: a.replica.Namespace, Policy: history.Policy{Namespace: "policies", Name: "overflow"},
 		Template: "cfg", From: base.Add(time.Minute), To: base.Add(7 * time.Minute),
 	}})))
+}
+
+// TestDatabaseDownAtStart: a hub whose PostgreSQL does not answer at start
+// starts anyway and records the history once the database answers.
+func TestDatabaseDownAtStart(t *testing.T) {
+	g := NewWithT(t)
+	pg := postgres.Start(t)
+	url := pg.URL()
+	pg.Stop()
+	a := newReplica(t, "down-at-start")
+	a.report(3)
+	runRecorder(t, url, "hub-a")
+	time.Sleep(2 * time.Second)
+	pg.Restart()
+	g.Eventually(stored(t, url, a)).Should(WithTransform(transitions, Equal(a.want("hub-a", 0, 3))))
+}
+
+// TestWrongSchemaVersion: a database of another schema version is an error
+// when the recorder is set up, so the hub does not start on it.
+func TestWrongSchemaVersion(t *testing.T) {
+	g := NewWithT(t)
+	pg := postgres.Start(t)
+	s, err := history.Open(t.Context(), pg.URL())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(s.Close()).To(Succeed())
+	conn, err := pgx.Connect(t.Context(), pg.URL())
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = conn.Exec(t.Context(), `UPDATE canopy_history_schema SET version = 7`)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(conn.Close(t.Context())).To(Succeed())
+
+	cp := suite.Get(t)
+	_, err = controlplane.StartManager(cp.Config, hub.ManagerOptions(hub.Options{}), func(mgr ctrl.Manager) error {
+		return (&hubhistory.Recorder{Database: pg.URL()}).SetupWithManager(t.Context(), mgr)
+	})
+	g.Expect(err).To(MatchError(ContainSubstring("the database is at version 7, this hub reads and writes version 1")))
 }
