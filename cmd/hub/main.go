@@ -15,13 +15,19 @@ import (
 
 	"github.com/canopy-policy/canopy/internal/cmdutil"
 	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
+	"github.com/canopy-policy/canopy/pkg/history"
 	"github.com/canopy-policy/canopy/pkg/hub"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
+	hubhistory "github.com/canopy-policy/canopy/pkg/hub/history"
 	"github.com/canopy-policy/canopy/pkg/templating"
 )
 
 // leaderElectionID names the Lease the hub replicas compete for.
 const leaderElectionID = "canopy-hub.policy.open-cluster-management.io"
+
+// DefaultHistoryDatabase is the SQLite file compliance history is recorded
+// in by default, on the PersistentVolumeClaim deploy/hub mounts there.
+const DefaultHistoryDatabase = "/var/lib/canopy/history.db"
 
 // options are the hub's flags.
 type options struct {
@@ -58,6 +64,12 @@ func parseFlags(args []string) (options, error) {
 		"Agent --zap-log-level: debug, info, error or a positive integer (customizedVariables LogLevel overrides it).")
 	fs.StringVar(&opts.hub.DashboardAddress, "dashboard-address", "",
 		"Address of the read-only compliance dashboard, e.g. 127.0.0.1:8090; empty means no dashboard.")
+	fs.StringVar(&opts.hub.HistoryDatabase, "history-database", DefaultHistoryDatabase,
+		"Where compliance history is recorded: a SQLite file path, or postgres://user@host/db for PostgreSQL (shared by several hubs); empty or none records no history.")
+	fs.DurationVar(&opts.hub.HistoryRetention, "history-retention", history.DefaultRetention,
+		"How long compliance history is kept; older days are deleted (on PostgreSQL, whole daily partitions are dropped).")
+	fs.StringVar(&opts.hub.HubName, "hub-name", hubhistory.DefaultHubName,
+		"This hub's name in the compliance history; give each hub writing to one PostgreSQL its own.")
 	fs.Func(templating.DenylistFlag, templating.DenylistUsage, func(s string) error {
 		opts.hub.TemplateFuncDenylist = append(opts.hub.TemplateFuncDenylist, templating.ParseFuncList(s)...)
 		return nil
@@ -68,6 +80,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		return opts, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if opts.hub.HistoryRetention <= 0 {
+		return opts, fmt.Errorf("--history-retention must be positive, not %s", opts.hub.HistoryRetention)
 	}
 	if opts.hub.ConcurrentReconciles < 1 {
 		return opts, fmt.Errorf("--concurrent-reconciles must be at least 1, not %d", opts.hub.ConcurrentReconciles)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -34,6 +35,9 @@ func TestParseFlags(t *testing.T) {
 	g.Expect(opts.hub.AddonManager).To(BeTrue())
 	g.Expect(opts.hub.Agent.Image).To(Equal(addon.DefaultImage))
 	g.Expect(opts.hub.DashboardAddress).To(BeEmpty(), "no dashboard unless asked for")
+	g.Expect(opts.hub.HistoryDatabase).To(Equal("/var/lib/canopy/history.db"), "the embedded history, on deploy/hub's claim")
+	g.Expect(opts.hub.HistoryRetention).To(Equal(365 * 24 * time.Hour))
+	g.Expect(opts.hub.HubName).To(Equal("hub"))
 
 	opts, err = parseFlags([]string{"--addon-manager=false", "--agent-image", "example.com/canopy:v1", "--agent-log-level", "debug"})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -49,6 +53,8 @@ func TestParseFlags(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("unexpected arguments")))
 	_, err = parseFlags([]string{"--concurrent-reconciles", "0"})
 	g.Expect(err).To(MatchError(ContainSubstring("at least 1")))
+	_, err = parseFlags([]string{"--history-retention", "0s"})
+	g.Expect(err).To(MatchError(ContainSubstring("--history-retention must be positive")))
 }
 
 // TestRun starts the hub against a real API server with leader election, as a
@@ -68,6 +74,7 @@ func TestRun(t *testing.T) {
 		"--metrics-bind-address", "0",
 		"--health-probe-bind-address", cmdtest.FreeAddress(t),
 		"--dashboard-address", dashboard,
+		"--history-database", filepath.Join(t.TempDir(), "history.db"),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	stop := cmdtest.RunUntilReady(t, opts.serving.HealthAddress, func(ctx context.Context) error { return run(ctx, opts) })

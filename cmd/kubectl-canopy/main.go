@@ -39,6 +39,7 @@ var commands = []func(*globalOptions) *cobra.Command{
 	newVetCommand,
 	newPlanCommand,
 	newTreeCommand,
+	newHistoryCommand,
 }
 
 func main() {

@@ -66,6 +66,7 @@ func TestHubBase(t *testing.T) {
 		"ServiceAccount/canopy-system/canopy-hub",
 		"Deployment/canopy-system/canopy-hub",
 		"Service/canopy-system/canopy-hub-metrics",
+		"PersistentVolumeClaim/canopy-system/canopy-hub-history",
 		"ClusterManagementAddOn//canopy-policy",
 	))
 	for _, o := range objs {

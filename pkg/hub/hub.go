@@ -13,8 +13,10 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
+	"github.com/canopy-policy/canopy/pkg/history"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
 	"github.com/canopy-policy/canopy/pkg/hub/dashboard"
+	hubhistory "github.com/canopy-policy/canopy/pkg/hub/history"
 	"github.com/canopy-policy/canopy/pkg/hub/propagator"
 	"github.com/canopy-policy/canopy/pkg/hub/rootstatus"
 )
@@ -41,6 +43,14 @@ type Options struct {
 	// replica changes before it recomputes a root; zero means
 	// rootstatus.DefaultCoalesceWindow. Tests shorten it.
 	CoalesceWindow time.Duration
+	// HistoryDatabase is where compliance history is recorded: a SQLite
+	// file path, or postgres://...; empty or "none" records none.
+	HistoryDatabase string
+	// HistoryRetention is how long compliance history is kept; zero means
+	// history.DefaultRetention.
+	HistoryRetention time.Duration
+	// HubName is the hub's name in the compliance history.
+	HubName string
 	// TemplateFuncDenylist are the template functions hub templates are
 	// denied, besides those the template library always denies (OCM's
 	// --template-function-denylist).
@@ -108,8 +118,15 @@ func controllers(mgr ctrl.Manager, opts Options) []controller {
 	if opts.AddonManager {
 		list = append(list, &addon.Manager{Options: opts.Agent})
 	}
+	if !history.Disabled(opts.HistoryDatabase) {
+		list = append(list, &hubhistory.Recorder{Database: opts.HistoryDatabase, HubName: opts.HubName, Retention: opts.HistoryRetention})
+	}
 	if opts.DashboardAddress != "" {
-		list = append(list, &dashboard.Server{Address: opts.DashboardAddress, RefreshInterval: opts.DashboardRefresh})
+		d := &dashboard.Server{Address: opts.DashboardAddress, RefreshInterval: opts.DashboardRefresh}
+		if !history.Disabled(opts.HistoryDatabase) {
+			d.History = dashboard.NewHistoryReader(opts.HistoryDatabase)
+		}
+		list = append(list, d)
 	}
 	return list
 }

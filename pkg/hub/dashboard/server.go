@@ -45,6 +45,9 @@ type Server struct {
 	// AllowedHosts are host names, besides localhost and IP addresses, that
 	// requests may name in their Host header (for a proxy in front).
 	AllowedHosts []string
+	// History reads the compliance history for /api/history; nil when the
+	// hub records none.
+	History *HistoryReader
 
 	pages *template.Template
 	log   logr.Logger
@@ -123,6 +126,7 @@ func (s *Server) Handler() (http.Handler, error) {
 	mux.HandleFunc("GET /api/policies/{namespace}/{name}", s.policyAPI)
 	mux.HandleFunc("GET /policysets/{namespace}/{name}", s.setPage)
 	mux.HandleFunc("GET /api/policysets/{namespace}/{name}", s.setAPI)
+	mux.HandleFunc("GET /api/history/{kind}/{namespace}/{name}", s.historyAPI)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	return s.guardHost(securityHeaders(mux)), nil
 }

@@ -1,0 +1,162 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+
+	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
+	"github.com/canopy-policy/canopy/pkg/history"
+)
+
+// DefaultHistorySince is the window of a history request without since.
+const DefaultHistorySince = 7 * 24 * time.Hour
+
+// historyLimitRows bounds the transitions one history answer holds; the
+// newest are kept and Truncated says so.
+const historyLimitRows = 50000
+
+// HistoryReader opens the compliance history store for the dashboard on
+// first use, and again after a failure. The dashboard only reads it; the
+// CLI reads it through the dashboard and never holds its credentials.
+type HistoryReader struct {
+	url string
+
+	mu    sync.Mutex
+	store history.Store
+}
+
+// NewHistoryReader returns a reader of the store at url (a SQLite file path
+// or postgres://...), as the hub's --history-database names it.
+func NewHistoryReader(url string) *HistoryReader {
+	return &HistoryReader{url: url}
+}
+
+// query runs q on the store, opening it first when needed.
+func (h *HistoryReader) query(ctx context.Context, q history.Query) (history.Result, error) {
+	h.mu.Lock()
+	if h.store == nil {
+		s, err := history.Open(ctx, h.url)
+		if err != nil {
+			h.mu.Unlock()
+			return history.Result{}, fmt.Errorf("opening the history database: %w", err)
+		}
+		h.store = s
+	}
+	store := h.store
+	h.mu.Unlock()
+	return store.Query(ctx, q)
+}
+
+// HistoryView is the answer of /api/history: the compliance transitions and
+// gaps of one policy, or of the members of one policy set, oldest first. A
+// gap is "history incomplete" between From and To, never compliant.
+type HistoryView struct {
+	// Kind is Policy or PolicySet.
+	Kind string `json:"kind"`
+	// Namespace and Name name the policy or policy set.
+	Namespace string `json:"namespace"`
+	// Name is the policy's or policy set's name.
+	Name string `json:"name"`
+	// Policies are the root policies whose history this is.
+	Policies []history.Policy `json:"policies"`
+	// Cluster is the cluster asked for; empty means every cluster.
+	Cluster string `json:"cluster,omitempty"`
+	// Since is the start of the window.
+	Since time.Time `json:"since"`
+	// Truncated is true when more transitions matched than one answer
+	// holds; the newest are shown.
+	Truncated bool `json:"truncated,omitempty"`
+	// Transitions are the compliance transitions, oldest first.
+	Transitions []history.Transition `json:"transitions"`
+	// Gaps are the spans where the history is incomplete.
+	Gaps []history.Gap `json:"gaps"`
+}
+
+// historyAPI answers GET /api/history/{kind}/{namespace}/{name}, kind being
+// policies or policysets, with ?cluster=, ?hub= and ?since= (a duration
+// such as 36h or 7d, or an RFC 3339 time).
+func (s *Server) historyAPI(w http.ResponseWriter, r *http.Request) {
+	if s.History == nil {
+		http.Error(w, "this hub records no compliance history (--history-database=none)", http.StatusNotFound)
+		return
+	}
+	since, err := ParseSince(r.URL.Query().Get("since"), time.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	view := HistoryView{
+		Namespace: r.PathValue("namespace"), Name: r.PathValue("name"),
+		Cluster: r.URL.Query().Get("cluster"), Since: since,
+	}
+	switch r.PathValue("kind") {
+	case "policies":
+		view.Kind = "Policy"
+		view.Policies = []history.Policy{{Namespace: view.Namespace, Name: view.Name}}
+	case "policysets":
+		view.Kind = policyv1beta1.PolicySetKind
+		set := &policyv1beta1.PolicySet{}
+		if err := s.Reader.Get(r.Context(), types.NamespacedName{Namespace: view.Namespace, Name: view.Name}, set); err != nil {
+			if apierrors.IsNotFound(err) {
+				err = errSetNotFound
+			}
+			s.fail(w, err)
+			return
+		}
+		for _, m := range set.Spec.Policies {
+			view.Policies = append(view.Policies, history.Policy{Namespace: view.Namespace, Name: string(m)})
+		}
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	view.Transitions, view.Gaps = []history.Transition{}, []history.Gap{}
+	if len(view.Policies) > 0 {
+		res, err := s.History.query(r.Context(), history.Query{
+			Hub: r.URL.Query().Get("hub"), Cluster: view.Cluster, Policies: view.Policies, Since: since, Limit: historyLimitRows + 1,
+		})
+		if err != nil {
+			s.log.Error(err, "Reading compliance history failed")
+			http.Error(w, "the dashboard could not read the compliance history; see the hub's log", http.StatusServiceUnavailable)
+			return
+		}
+		if len(res.Transitions) > historyLimitRows {
+			view.Truncated, res.Transitions = true, res.Transitions[1:]
+		}
+		view.Transitions = append(view.Transitions, res.Transitions...)
+		view.Gaps = append(view.Gaps, res.Gaps...)
+	}
+	writeJSON(w, view)
+}
+
+// ParseSince reads a history window's start relative to now: empty means
+// DefaultHistorySince; a Go duration ("36h") or a number of days ("7d")
+// counts back from now; else an RFC 3339 time.
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	switch {
+	case s == "":
+		return now.Add(-DefaultHistorySince), nil
+	case strings.HasSuffix(s, "d"):
+		days, err := strconv.Atoi(strings.TrimSuffix(s, "d"))
+		if err == nil && days >= 0 {
+			return now.AddDate(0, 0, -days), nil
+		}
+	default:
+		if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+			return now.Add(-d), nil
+		}
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, errors.New("since: want a duration such as 36h or 7d, or an RFC 3339 time")
+}

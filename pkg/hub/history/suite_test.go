@@ -1,0 +1,171 @@
+package history_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/postgres"
+	"github.com/canopy-policy/canopy/pkg/history"
+	"github.com/canopy-policy/canopy/pkg/hub"
+	hubhistory "github.com/canopy-policy/canopy/pkg/hub/history"
+)
+
+// suite is a hub API server; each test runs its own recorders against it.
+var suite = &controlplane.Suite{Name: "hub"}
+
+func TestMain(m *testing.M) {
+	SetDefaultEventuallyTimeout(60 * time.Second)
+	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	suite.Main(m)
+}
+
+// base is the agent's clock of the tests' events: event i is i minutes
+// after it.
+var base = time.Now().UTC().Truncate(time.Hour).Add(-24 * time.Hour)
+
+// databases opens the URL of an empty database of each kind; the
+// PostgreSQL one on a real server the test starts, which it returns.
+func databases() map[string]func(t *testing.T) (string, *postgres.Server) {
+	return map[string]func(t *testing.T) (string, *postgres.Server){
+		"sqlite": func(t *testing.T) (string, *postgres.Server) {
+			return filepath.Join(t.TempDir(), "history.db"), nil
+		},
+		"postgres": func(t *testing.T) (string, *postgres.Server) {
+			pg := postgres.Start(t)
+			return pg.URL(), pg
+		},
+	}
+}
+
+// runRecorder runs a recorder of hubName writing to url, as the hub
+// assembles it, until the returned stop is called (a hub stopping) or the
+// test ends.
+func runRecorder(t *testing.T, url, hubName string) (stop func()) {
+	t.Helper()
+	cp := suite.Get(t)
+	opts := hub.ManagerOptions(hub.Options{})
+	stopMgr, err := controlplane.StartManager(cp.Config, manager.Options{Scheme: opts.Scheme, Cache: opts.Cache}, func(mgr ctrl.Manager) error {
+		return (&hubhistory.Recorder{Database: url, HubName: hubName}).SetupWithManager(t.Context(), mgr)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			if err := stopMgr(); err != nil {
+				t.Errorf("stopping the recorder: %v", err)
+			}
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// agent writes the replica status an agent reports.
+type agent struct {
+	t       *testing.T
+	c       client.Client
+	replica *policyv1.Policy
+	events  int // how many events were reported in all
+}
+
+// newReplica creates the replica of root policies/<root> in a new cluster
+// namespace, as the propagator does.
+func newReplica(t *testing.T, root string) *agent {
+	t.Helper()
+	c := suite.Get(t).Client
+	cluster := controlplane.Namespace(t, c)
+	p := &policyv1.Policy{ObjectMeta: metav1.ObjectMeta{
+		Namespace: cluster, Name: "policies." + root,
+		Labels: map[string]string{
+			policyv1.RootPolicyLabel:       "policies." + root,
+			policyv1.ClusterNameLabel:      cluster,
+			policyv1.ClusterNamespaceLabel: cluster,
+		},
+	}, Spec: policyv1.PolicySpec{PolicyTemplates: []policyv1.PolicyTemplate{}}}
+	if err := c.Create(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	return &agent{t: t, c: c, replica: p}
+}
+
+// state returns the state of event i: they alternate.
+func state(i int) string {
+	return []string{"NonCompliant", "Compliant"}[i%2]
+}
+
+// report adds n events of template cfg to the replica's history, keeping
+// the newest HistoryLimit, as statussync does.
+func (a *agent) report(n int) {
+	a.t.Helper()
+	p := a.replica
+	if err := a.c.Get(a.t.Context(), client.ObjectKeyFromObject(p), p); err != nil {
+		a.t.Fatal(err)
+	}
+	var h []policyv1.ComplianceHistory
+	if len(p.Status.Details) > 0 {
+		h = p.Status.Details[0].History
+	}
+	for range n {
+		i := a.events
+		a.events++
+		h = append([]policyv1.ComplianceHistory{{
+			LastTimestamp: metav1.NewTime(base.Add(time.Duration(i) * time.Minute)),
+			Message:       fmt.Sprintf("%s; event %d", state(i), i),
+			EventName:     fmt.Sprintf("cfg.%d", i),
+		}}, h...)
+	}
+	if len(h) > hubhistory.HistoryLimit {
+		h = h[:hubhistory.HistoryLimit]
+	}
+	p.Status.Details = []policyv1.DetailsPerTemplate{{
+		TemplateMeta: metav1.ObjectMeta{Name: "cfg"}, ComplianceState: policyv1.ComplianceState(state(a.events - 1)), History: h,
+	}}
+	p.Status.ComplianceState = p.Status.Details[0].ComplianceState
+	if err := a.c.Status().Update(a.t.Context(), p); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// want returns the transitions of events [from, to) of a's replica.
+func (a *agent) want(hubName string, from, to int) []history.Transition {
+	var out []history.Transition
+	root := a.replica.Labels[policyv1.RootPolicyLabel][len("policies."):]
+	for i := from; i < to; i++ {
+		out = append(out, history.Transition{
+			Hub: hubName, Cluster: a.replica.Namespace, Policy: history.Policy{Namespace: "policies", Name: root},
+			Template: "cfg", State: state(i), Message: fmt.Sprintf("event %d", i), At: base.Add(time.Duration(i) * time.Minute),
+		})
+	}
+	return out
+}
+
+// stored returns what the store at url holds of a's cluster.
+func stored(t *testing.T, url string, a *agent) func() (history.Result, error) {
+	return func() (history.Result, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s, err := history.Open(ctx, url)
+		if err != nil {
+			return history.Result{}, err
+		}
+		defer s.Close()
+		return s.Query(ctx, history.Query{Cluster: a.replica.Namespace})
+	}
+}
+
+func transitions(r history.Result) []history.Transition { return r.Transitions }
+func gaps(r history.Result) []history.Gap               { return r.Gaps }
