@@ -25,10 +25,6 @@ import (
 // leaderElectionID names the Lease the hub replicas compete for.
 const leaderElectionID = "canopy-hub.policy.open-cluster-management.io"
 
-// DefaultHistoryDatabase is the SQLite file compliance history is recorded
-// in by default, on the PersistentVolumeClaim deploy/hub mounts there.
-const DefaultHistoryDatabase = "/var/lib/canopy/history.db"
-
 // options are the hub's flags.
 type options struct {
 	serving                 cmdutil.ServingOptions
@@ -64,8 +60,8 @@ func parseFlags(args []string) (options, error) {
 		"Agent --zap-log-level: debug, info, error or a positive integer (customizedVariables LogLevel overrides it).")
 	fs.StringVar(&opts.hub.DashboardAddress, "dashboard-address", "",
 		"Address of the read-only compliance dashboard, e.g. 127.0.0.1:8090; empty means no dashboard.")
-	fs.StringVar(&opts.hub.HistoryDatabase, "history-database", DefaultHistoryDatabase,
-		"Where compliance history is recorded: a SQLite file path, or postgres://user@host/db for PostgreSQL (shared by several hubs); empty or none records no history.")
+	fs.StringVar(&opts.hub.HistoryDatabase, "history-database", "",
+		"Where compliance history is recorded: a SQLite file path (deploy/hub sets /var/lib/canopy/history.db, on a PersistentVolumeClaim), or postgres://user@host/db for PostgreSQL (shared by several hubs); empty or none records no history.")
 	fs.DurationVar(&opts.hub.HistoryRetention, "history-retention", history.DefaultRetention,
 		"How long compliance history is kept; older days are deleted (on PostgreSQL, whole daily partitions are dropped).")
 	fs.StringVar(&opts.hub.HubName, "hub-name", hubhistory.DefaultHubName,

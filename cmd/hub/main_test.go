@@ -35,7 +35,7 @@ func TestParseFlags(t *testing.T) {
 	g.Expect(opts.hub.AddonManager).To(BeTrue())
 	g.Expect(opts.hub.Agent.Image).To(Equal(addon.DefaultImage))
 	g.Expect(opts.hub.DashboardAddress).To(BeEmpty(), "no dashboard unless asked for")
-	g.Expect(opts.hub.HistoryDatabase).To(Equal("/var/lib/canopy/history.db"), "the embedded history, on deploy/hub's claim")
+	g.Expect(opts.hub.HistoryDatabase).To(BeEmpty(), "no history unless asked: deploy/hub asks for the embedded one, on its claim")
 	g.Expect(opts.hub.HistoryRetention).To(Equal(365 * 24 * time.Hour))
 	g.Expect(opts.hub.HubName).To(Equal("hub"))
 

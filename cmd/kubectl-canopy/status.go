@@ -26,9 +26,10 @@ func newStatusCommand(global *globalOptions) *cobra.Command {
 		Short: "Show the compliance of policies on each managed cluster",
 		Long: `Show the compliance matrix of root policies: one row per policy, one column per
 managed cluster, and the number of clusters that are Compliant, NonCompliant
-and Pending. A cluster the policy is not placed on is blank; "-" is a placed
-cluster that has not reported yet. Under it: the PolicySets of the namespace
-scope with their members that are not Compliant, and where each rollout
+and Pending. A cluster the policy is not placed on is blank; "excluded" is one
+a PolicySet's spec.exclusions keeps it off; "-" is a placed cluster that has
+not reported yet. Under it: the PolicySets of the namespace scope with their
+members that are not Compliant and their exclusions, and where each rollout
 (spec.rolloutStrategy) stands.
 
 Without -n or -A, the namespace of the kubeconfig context is used when the

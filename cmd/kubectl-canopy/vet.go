@@ -36,7 +36,8 @@ Syntax errors, unknown functions, context fields the resolver does not set
 lookups outside the policy's namespace are errors, at their line in the file.
 Names and namespaces the API server would refuse are errors (templated names
 are checked once resolved). What Canopy does not support is a warning: policy
-templates other than ConfigurationPolicy and HierarchyPolicy, PlacementBindings
+templates of kinds the agent does not evaluate (it evaluates ConfigurationPolicy,
+CertificatePolicy, OperatorPolicy, HierarchyPolicy and Gatekeeper's kinds), PlacementBindings
 to a PlacementRule, templates nothing resolves. Given the hub's and the
 agents' --template-function-denylist, a call of a function it denies is a
 warning too.

@@ -125,12 +125,12 @@ func approval(csr certificatesv1.CertificateSigningRequest) string {
 func (d *demo) startHub(context.Context) error {
 	hub, err := startProcess("canopy-hub", filepath.Join(d.opts.binDir, "canopy-hub"), d.logs(),
 		"--kubeconfig", d.env.Hub.KubeconfigPath, "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
-		"--dashboard-address", d.opts.dashboard)
+		"--dashboard-address", d.opts.dashboard, "--history-database", filepath.Join(d.logs(), "history.db"))
 	if err != nil {
 		return err
 	}
 	d.procs = append(d.procs, hub)
-	d.say("Started canopy-hub (logs in %s).", d.logs())
+	d.say("Started canopy-hub (logs in %s; compliance history in %s).", d.logs(), filepath.Join(d.logs(), "history.db"))
 	return nil
 }
 

@@ -46,18 +46,12 @@ func IsEvaluated(gk schema.GroupKind) bool {
 }
 
 // List names the evaluated kinds for a message: "ConfigurationPolicy,
-// CertificatePolicy, OperatorPolicy and HierarchyPolicy".
+// CertificatePolicy, OperatorPolicy, HierarchyPolicy and Gatekeeper's
+// ConstraintTemplates and constraints" (IsGatekeeper).
 func List() string {
 	out := ""
-	for i, gk := range evaluated {
-		switch {
-		case i == 0:
-		case i == len(evaluated)-1:
-			out += " and "
-		default:
-			out += ", "
-		}
-		out += gk.Kind
+	for _, gk := range evaluated {
+		out += gk.Kind + ", "
 	}
-	return out
+	return out[:len(out)-2] + " and Gatekeeper's ConstraintTemplates and constraints"
 }

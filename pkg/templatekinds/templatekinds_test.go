@@ -10,7 +10,7 @@ import (
 
 func TestEvaluated(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(List()).To(Equal("ConfigurationPolicy, CertificatePolicy, OperatorPolicy and HierarchyPolicy"))
+	g.Expect(List()).To(Equal("ConfigurationPolicy, CertificatePolicy, OperatorPolicy, HierarchyPolicy and Gatekeeper's ConstraintTemplates and constraints"))
 	g.Expect(IsEvaluated(schema.GroupKind{Group: "policy.open-cluster-management.io", Kind: "CertificatePolicy"})).To(BeTrue())
 	g.Expect(IsEvaluated(schema.GroupKind{Group: "example.com", Kind: "CertificatePolicy"})).To(BeFalse())
 	set := Evaluated()

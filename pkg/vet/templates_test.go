@@ -63,8 +63,8 @@ var templateCases = []struct {
 		`47 warning unsupported PlacementBinding legacy refers to PlacementRule all-clusters, which Canopy does not support`,
 		`61 warning template "{{ fromConfigMap \"default\" \"settings\" \"namespaces\" }}" is not resolved: the managed cluster resolves templates only in`,
 		`69 error template hub template "{{hub .ManagedClusterName hub}}" outside a Policy`,
-		`80 warning unsupported Canopy does not evaluate IamPolicy templates (it evaluates ConfigurationPolicy, CertificatePolicy, OperatorPolicy and HierarchyPolicy)`,
-		`87 warning unsupported Canopy does not evaluate PolicyAutomation (it evaluates ConfigurationPolicy, CertificatePolicy, OperatorPolicy and HierarchyPolicy)`,
+		`80 warning unsupported Canopy does not evaluate IamPolicy templates (it evaluates ConfigurationPolicy, CertificatePolicy, OperatorPolicy, HierarchyPolicy and Gatekeeper's ConstraintTemplates and constraints)`,
+		`87 warning unsupported Canopy does not evaluate PolicyAutomation (it evaluates ConfigurationPolicy, CertificatePolicy, OperatorPolicy, HierarchyPolicy and Gatekeeper's ConstraintTemplates and constraints)`,
 	},
 }, {
 	file: "names.yaml",
