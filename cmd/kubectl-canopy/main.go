@@ -39,6 +39,7 @@ var commands = []func(*globalOptions) *cobra.Command{
 	newVetCommand,
 	newPlanCommand,
 	newTreeCommand,
+	newVersionCommand,
 }
 
 func main() {
