@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -354,35 +355,55 @@ func writeLayout(dir string, idx v1.ImageIndex) error {
 	return nil
 }
 
-// indexSize is the size of every blob idx references, each counted once.
-func indexSize(idx v1.ImageIndex) (int64, error) {
+// sizes are the bytes an image index's blobs take.
+type sizes struct {
+	// total counts every blob the index references once.
+	total int64
+	// platforms is what one platform's pull downloads: its manifest,
+	// config and compressed layers, by platform.
+	platforms map[string]int64
+}
+
+// String lists the sizes, platforms sorted.
+func (s sizes) String() string {
+	out := fmt.Sprintf("%d bytes of blobs", s.total)
+	for _, p := range slices.Sorted(maps.Keys(s.platforms)) {
+		out += fmt.Sprintf(", %s %d", p, s.platforms[p])
+	}
+	return out
+}
+
+// indexSizes measures the blobs of idx.
+func indexSizes(idx v1.ImageIndex) (sizes, error) {
 	manifest, err := idx.IndexManifest()
 	if err != nil {
-		return 0, err
+		return sizes{}, err
 	}
+	s := sizes{platforms: map[string]int64{}}
 	seen := map[v1.Hash]bool{}
-	var total int64
-	add := func(d v1.Descriptor) {
+	add := func(platform string, d v1.Descriptor) {
+		s.platforms[platform] += d.Size
 		if !seen[d.Digest] {
-			seen[d.Digest], total = true, total+d.Size
+			seen[d.Digest], s.total = true, s.total+d.Size
 		}
 	}
 	for _, desc := range manifest.Manifests {
-		add(desc)
+		platform := desc.Platform.String()
+		add(platform, desc)
 		img, err := idx.Image(desc.Digest)
 		if err != nil {
-			return 0, err
+			return sizes{}, err
 		}
 		m, err := img.Manifest()
 		if err != nil {
-			return 0, err
+			return sizes{}, err
 		}
-		add(m.Config)
+		add(platform, m.Config)
 		for _, l := range m.Layers {
-			add(l)
+			add(platform, l)
 		}
 	}
-	return total, nil
+	return s, nil
 }
 
 // push writes idx to ref, with the credentials of the Docker config

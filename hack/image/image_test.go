@@ -279,9 +279,9 @@ func TestSameTreeSameDigest(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		digests[i], err = idx.Digest()
 		g.Expect(err).NotTo(HaveOccurred())
-		size, err := indexSize(idx)
+		size, err := indexSizes(idx)
 		g.Expect(err).NotTo(HaveOccurred())
-		t.Logf("Build %d: %s, %d bytes of blobs", i+1, digests[i], size)
+		t.Logf("Build %d: %s, %s", i+1, digests[i], size)
 	}
 	g.Expect(digests[1]).To(Equal(digests[0]))
 }

@@ -64,11 +64,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("computing the index digest: %w", err)
 		}
-		size, err := indexSize(idx)
+		size, err := indexSizes(idx)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "Wrote %s: %s (commit %s, version %s, %d bytes of blobs)\n", *outDir, digest, meta.commit, meta.version, size)
+		fmt.Fprintf(out, "Wrote %s: %s (commit %s, version %s; %s)\n", *outDir, digest, meta.commit, meta.version, size)
 		return nil
 	case "push":
 		layoutDir := fs.String("layout", "bin/image", "OCI layout written by build.")
