@@ -107,7 +107,7 @@ func metadataOf(ctx context.Context, module string) (metadata, error) {
 
 // git runs git in dir and returns its trimmed output.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd := exec.CommandContext(ctx, "git", args...) //nolint:gosec // this program's own git queries
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
@@ -153,7 +153,7 @@ func build(ctx context.Context, opts buildOptions) (v1.ImageIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }() // a leftover temporary directory is no failure
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, arch := range architectures {
 		dir := filepath.Join(tmp, arch)
@@ -248,7 +248,7 @@ func baseFiles(ca []byte) []file {
 func binaryFiles(dir string) ([]file, error) {
 	var files []file
 	for _, b := range binaries {
-		data, err := os.ReadFile(filepath.Join(dir, b.file))
+		data, err := os.ReadFile(filepath.Join(dir, b.file)) //nolint:gosec // the binaries compile wrote
 		if err != nil {
 			return nil, err
 		}
@@ -297,26 +297,26 @@ func layer(files []file, mtime time.Time) (v1.Layer, error) {
 // builder has no .git), the baseline instruction set whatever the caller's
 // environment says.
 func compile(ctx context.Context, module, arch, dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil { //nolint:gosec // the image's tree, readable by all as in the image
 		return err
 	}
 	work, err := os.MkdirTemp(dir, ".build-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer func() { _ = os.RemoveAll(work) }() // a leftover temporary directory is no failure
 	args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", work + string(filepath.Separator)}
 	for _, b := range binaries {
 		args = append(args, b.pkg)
 	}
-	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd := exec.CommandContext(ctx, "go", args...) //nolint:gosec // go build of the module's own packages
 	cmd.Dir = module
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOFLAGS=", "GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build for linux/%s: %w\n%s", arch, err, out)
 	}
 	for _, b := range binaries {
-		if err := os.Rename(filepath.Join(work, filepath.Base(b.pkg)), filepath.Join(dir, b.file)); err != nil {
+		if err := os.Rename(filepath.Join(work, filepath.Base(b.pkg)), filepath.Join(dir, b.file)); err != nil { //nolint:gosec // paths of the directory the caller chose
 			return err
 		}
 	}
@@ -326,16 +326,16 @@ func compile(ctx context.Context, module, arch, dir string) error {
 // writeRootFS writes the image's file tree for linux/arch into dir: what
 // the Containerfile copies onto scratch.
 func writeRootFS(ctx context.Context, module, caBundle, dir, arch string) error {
-	ca, err := os.ReadFile(caBundle)
+	ca, err := os.ReadFile(caBundle) //nolint:gosec // the bundle the caller names
 	if err != nil {
 		return fmt.Errorf("reading the CA certificates: %w", err)
 	}
 	for _, f := range baseFiles(ca) {
 		path := filepath.Join(dir, filepath.FromSlash(f.name))
 		if f.mode.IsDir() {
-			err = os.MkdirAll(path, f.mode.Perm())
+			err = os.MkdirAll(path, f.mode.Perm()) //nolint:gosec // baseFiles' fixed names under the directory the caller chose
 		} else {
-			err = os.WriteFile(path, f.data, f.mode.Perm())
+			err = os.WriteFile(path, f.data, f.mode.Perm()) //nolint:gosec // baseFiles' fixed names under the directory the caller chose
 		}
 		if err != nil {
 			return err

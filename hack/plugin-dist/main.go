@@ -144,7 +144,7 @@ func metadataOf(ctx context.Context, module string) (metadata, error) {
 
 // git runs git in dir and returns its trimmed output.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd := exec.CommandContext(ctx, "git", args...) //nolint:gosec // this program's own git queries
 	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
@@ -164,7 +164,7 @@ func dist(ctx context.Context, opts options) error {
 	if err := os.RemoveAll(opts.out); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(opts.out, 0o755); err != nil {
+	if err := os.MkdirAll(opts.out, 0o755); err != nil { //nolint:gosec // release assets, readable by all
 		return err
 	}
 	sums := map[platform]string{}
@@ -202,16 +202,16 @@ func compile(ctx context.Context, opts options, p platform) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a leftover temporary directory is no failure
 	path := filepath.Join(dir, binary)
 	ldflags := "-s -w -X main.version=" + opts.meta.version + " -X main.commit=" + opts.meta.commit
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags="+ldflags, "-o", path, "./cmd/kubectl-canopy")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags="+ldflags, "-o", path, "./cmd/kubectl-canopy") //nolint:gosec // go build of the module's own plugin
 	cmd.Dir = opts.module
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.os, "GOARCH="+p.arch, "GOFLAGS=", "GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build for %s/%s: %w\n%s", p.os, p.arch, err, out)
 	}
-	return os.ReadFile(path)
+	return os.ReadFile(path) //nolint:gosec // the binary go build just wrote
 }
 
 // tarGz is a gzipped tar holding bin as kubectl-canopy, stamped mtime, so
