@@ -304,7 +304,7 @@ func compile(ctx context.Context, module, arch, dir string) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.RemoveAll(work) }() // a leftover temporary directory is no failure
+	defer func() { _ = os.RemoveAll(work) }() //nolint:gosec // a leftover temporary directory is no failure
 	args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", work + string(filepath.Separator)}
 	for _, b := range binaries {
 		args = append(args, b.pkg)
@@ -346,7 +346,7 @@ func writeRootFS(ctx context.Context, module, caBundle, dir, arch string) error 
 
 // writeLayout replaces dir with an OCI layout whose index.json is idx.
 func writeLayout(dir string, idx v1.ImageIndex) error {
-	if err := os.RemoveAll(dir); err != nil {
+	if err := os.RemoveAll(dir); err != nil { //nolint:gosec // the layout directory the caller chose
 		return err
 	}
 	if _, err := layout.Write(dir, idx); err != nil {

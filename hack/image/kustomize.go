@@ -20,7 +20,7 @@ func setImage(path, ref string) error {
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(path) //nolint:gosec // the kustomization the caller names
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func setImage(path, ref string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, []byte(out), 0o644)
+	return os.WriteFile(path, []byte(out), 0o644) //nolint:gosec // the kustomization the caller names
 }
 
 // splitReference splits ref into the repository and either its tag or its
