@@ -31,6 +31,9 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs and RBAC into deploy/ and copy OCM
 	$(CONTROLLER_GEN) rbac:roleName=canopy-agent paths="./cmd/spoke/...;./pkg/spoke/..." output:rbac:artifacts:config=deploy/spoke/rbac
 	$(CONTROLLER_GEN) rbac:roleName=canopy-agent-enforcement paths=./deploy/spoke/rbac output:rbac:artifacts:config=deploy/spoke/rbac/enforcement
 	hack/copy-ocm-crds.sh
+	@# IMAGE=registry/repo@sha256:... pins deploy/hub's and deploy/spoke's
+	@# images: entry (the hub, the agents the addon installs, the agent).
+	$(if $(IMAGE),go run ./hack/image set-image -image '$(IMAGE)' deploy/hub deploy/spoke)
 
 .PHONY: fmt
 fmt: ## Format the Go code.
@@ -118,6 +121,23 @@ demo: envtest-assets ocm-assets build ## Run Canopy locally: a hub, two managed 
 	@# whatever the demo returns, so Ctrl-C made make report an error.
 	go build -o bin/canopy-demo ./hack/demo
 	bin/canopy-demo
+
+##@ Release
+
+IMAGE_LAYOUT ?= bin/image
+
+.PHONY: image
+image: ## Build Canopy's image (canopy-hub, canopy-agent; linux/amd64, linux/arm64) as an OCI layout in bin/image, without a container engine.
+	go run ./hack/image build -out $(IMAGE_LAYOUT)
+
+.PHONY: image-push
+image-push: image ## Push the image to IMAGE (IMAGE=registry/repo:tag make image-push) and print it pinned by digest.
+	@test -n '$(IMAGE)' || { echo 'IMAGE is required: IMAGE=registry/repo:tag make image-push'; exit 1; }
+	go run ./hack/image push -layout $(IMAGE_LAYOUT) -image '$(IMAGE)'
+
+.PHONY: plugin-dist
+plugin-dist: ## Build kubectl-canopy's archives (linux, darwin x amd64, arm64), checksums.txt and the krew manifest canopy.yaml into bin/dist.
+	go run ./hack/plugin-dist -out bin/dist
 
 ##@ Tools
 

@@ -40,6 +40,7 @@ var commands = []func(*globalOptions) *cobra.Command{
 	newPlanCommand,
 	newTreeCommand,
 	newHistoryCommand,
+	newVersionCommand,
 }
 
 func main() {
