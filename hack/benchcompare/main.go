@@ -128,10 +128,10 @@ func find(r report, stage string) (row, bool) {
 
 // change is new against old in percent, signed; "=" when equal.
 func change(old, cur float64) string {
-	switch {
-	case old == cur:
+	switch old {
+	case cur:
 		return "="
-	case old == 0:
+	case 0:
 		return "from 0"
 	}
 	return fmt.Sprintf("%+.1f %%", (cur-old)/old*100)

@@ -80,7 +80,7 @@ func Start(t testing.TB) *Server {
 			t.Errorf("removing %s: %v", dir, err)
 		}
 	})
-	if err := os.Chmod(dir, 0o755); err != nil {
+	if err := os.Chmod(dir, 0o755); err != nil { //nolint:gosec // the server may run as nobody: it must reach its data directory under dir
 		t.Fatal(err)
 	}
 	if os.Geteuid() == 0 {
@@ -131,7 +131,7 @@ func (s *Server) CreateDatabase(db string) string {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	defer func() { _ = conn.Close(ctx) }() // Note: nothing to do about a failed close of a test connection
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize()); err != nil {
 		s.t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func (s *Server) Restart() {
 	if s.cmd != nil {
 		return
 	}
-	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logFile, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		s.t.Fatal(err)
 	}

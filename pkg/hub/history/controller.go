@@ -101,7 +101,7 @@ func (r *Recorder) Start(ctx context.Context) error {
 		} else if n > 0 {
 			log.Info("Applied history retention", "dropped", n, "retention", r.Retention.String())
 		}
-		jitter := time.Duration(rand.Int64N(int64(pruneInterval / 10)))
+		jitter := time.Duration(rand.Int64N(int64(pruneInterval / 10))) //nolint:gosec // spreads the hubs' pruning, no secret
 		select {
 		case <-ctx.Done():
 			return nil
