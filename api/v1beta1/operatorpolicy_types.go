@@ -263,20 +263,7 @@ type OperatorPolicyStatus struct {
 	// one per change; the agent keeps 10 unless configured otherwise.
 	//
 	// +optional
-	History []HistoryEvent `json:"history,omitempty"`
-}
-
-// HistoryEvent is the policy's compliance message since a time.
-type HistoryEvent struct {
-	// LastTimestamp is when the message was first reported.
-	//
-	// +optional
-	LastTimestamp metav1.MicroTime `json:"lastTimestamp,omitempty"`
-
-	// Message is the Compliant condition's message.
-	//
-	// +optional
-	Message string `json:"message,omitempty"`
+	History []policyv1.HistoryEvent `json:"history,omitempty"`
 }
 
 // Condition returns the condition of type t, and whether there is one.

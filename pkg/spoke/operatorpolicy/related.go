@@ -271,8 +271,8 @@ func recordHistory(policy *policyv1beta1.OperatorPolicy, length int) {
 	if length < 1 {
 		length = defaultHistoryLength
 	}
-	entry := policyv1beta1.HistoryEvent{LastTimestamp: metav1.MicroTime(c.LastTransitionTime), Message: c.Message}
-	history = append([]policyv1beta1.HistoryEvent{entry}, history...)
+	entry := policyv1.HistoryEvent{LastTimestamp: metav1.MicroTime(c.LastTransitionTime), Message: c.Message}
+	history = append([]policyv1.HistoryEvent{entry}, history...)
 	policy.Status.History = history[:min(len(history), length)]
 }
 
