@@ -25,6 +25,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/canopy-policy/canopy/hack/internal/gitmeta"
 )
 
 const (
@@ -83,37 +85,16 @@ type metadata struct {
 func metadataOf(ctx context.Context, module string) (metadata, error) {
 	var meta metadata
 	var err error
-	if meta.commit, err = git(ctx, module, "rev-parse", "HEAD"); err != nil {
+	if meta.commit, err = gitmeta.Git(ctx, module, "rev-parse", "HEAD"); err != nil {
 		return meta, err
 	}
 	if meta.version = os.Getenv("VERSION"); meta.version == "" {
-		if meta.version, err = git(ctx, module, "describe", "--tags", "--always", "--dirty", "--match", "v*"); err != nil {
+		if meta.version, err = gitmeta.Git(ctx, module, "describe", "--tags", "--always", "--dirty", "--match", "v*"); err != nil {
 			return meta, err
 		}
 	}
-	epoch := os.Getenv("SOURCE_DATE_EPOCH")
-	if epoch == "" {
-		if epoch, err = git(ctx, module, "log", "-1", "--format=%ct"); err != nil {
-			return meta, err
-		}
-	}
-	seconds, err := strconv.ParseInt(epoch, 10, 64)
-	if err != nil {
-		return meta, fmt.Errorf("parsing SOURCE_DATE_EPOCH %q: %w", epoch, err)
-	}
-	meta.created = time.Unix(seconds, 0).UTC()
-	return meta, nil
-}
-
-// git runs git in dir and returns its trimmed output.
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...) //nolint:gosec // this program's own git queries
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
-	}
-	return strings.TrimSpace(string(out)), nil
+	meta.created, err = gitmeta.Created(ctx, module)
+	return meta, err
 }
 
 // labels are the image's OCI labels (and the index's annotations).

@@ -26,11 +26,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/canopy-policy/canopy/hack/internal/gitmeta"
 )
 
 // platform is one OS and architecture the plugin ships for.
@@ -107,31 +108,23 @@ var semver = regexp.MustCompile(`^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-
 // metadataOf reads the metadata of the git tree at module.
 func metadataOf(ctx context.Context, module string) (metadata, error) {
 	var meta metadata
-	head, err := git(ctx, module, "rev-parse", "HEAD")
+	head, err := gitmeta.Git(ctx, module, "rev-parse", "HEAD")
 	if err != nil {
 		return meta, err
 	}
 	meta.commit = head
-	if status, err := git(ctx, module, "status", "--porcelain", "--untracked-files=no"); err != nil {
+	if status, err := gitmeta.Git(ctx, module, "status", "--porcelain", "--untracked-files=no"); err != nil {
 		return meta, err
 	} else if status != "" {
 		meta.commit += "-dirty"
 	}
-	epoch := os.Getenv("SOURCE_DATE_EPOCH")
-	if epoch == "" {
-		if epoch, err = git(ctx, module, "log", "-1", "--format=%ct"); err != nil {
-			return meta, err
-		}
+	if meta.created, err = gitmeta.Created(ctx, module); err != nil {
+		return meta, err
 	}
-	seconds, err := strconv.ParseInt(epoch, 10, 64)
-	if err != nil {
-		return meta, fmt.Errorf("parsing SOURCE_DATE_EPOCH %q: %w", epoch, err)
-	}
-	meta.created = time.Unix(seconds, 0).UTC()
 	meta.version = os.Getenv("VERSION")
 	if meta.version == "" {
 		// No tag at HEAD is not an error: the version is then a pseudo-version.
-		meta.version, _ = git(ctx, module, "describe", "--tags", "--exact-match", "--match", "v*", "HEAD")
+		meta.version, _ = gitmeta.Git(ctx, module, "describe", "--tags", "--exact-match", "--match", "v*", "HEAD")
 	}
 	if meta.version == "" {
 		meta.version = "v0.0.0-" + meta.created.Format("20060102150405") + "-" + head[:12]
@@ -140,17 +133,6 @@ func metadataOf(ctx context.Context, module string) (metadata, error) {
 		return meta, fmt.Errorf("version %q is not a semantic version vX.Y.Z, as krew requires", meta.version)
 	}
 	return meta, nil
-}
-
-// git runs git in dir and returns its trimmed output.
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...) //nolint:gosec // this program's own git queries
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 // archiveName is the archive of p.
