@@ -248,7 +248,8 @@ func TestUnevaluatedKinds(t *testing.T) {
 // cluster evaluates.
 func notSupported(kind string) string {
 	return "template-error; policy-template kind is not supported: no controller on this cluster evaluates " + kind +
-		": the Canopy agent evaluates ConfigurationPolicy, CertificatePolicy, OperatorPolicy and HierarchyPolicy; " +
+		": the Canopy agent evaluates ConfigurationPolicy, CertificatePolicy, OperatorPolicy, HierarchyPolicy and " +
+		"Gatekeeper's ConstraintTemplates and constraints; " +
 		"a kind another controller evaluates needs that controller installed, with its CustomResourceDefinition labelled " +
 		"policy.open-cluster-management.io/policy-type=template"
 }
