@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"path/filepath"
 	"strings"
@@ -19,13 +20,18 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
 	"github.com/canopy-policy/canopy/internal/test/controlplane"
+	"github.com/canopy-policy/canopy/pkg/history"
 	"github.com/canopy-policy/canopy/pkg/hub"
+	"github.com/canopy-policy/canopy/pkg/hub/dashboard"
+	hubhistory "github.com/canopy-policy/canopy/pkg/hub/history"
 )
 
-// TestHistory runs the hub as it ships with the embedded history store and
-// the dashboard, reports compliance on a replica as an agent does, and
+// TestHistory runs the hub's history recorder with the embedded store and
+// its dashboard, reports compliance on a replica as an agent does, and
 // reads the history back with `kubectl canopy history` through the
-// dashboard, for the policy and for a policy set holding it.
+// dashboard, for the policy and for a policy set holding it. The
+// propagator does not run: it would delete the test's replica, whose root
+// is placed on no cluster.
 func TestHistory(t *testing.T) {
 	g := NewWithT(t)
 	g.SetDefaultEventuallyTimeout(60 * time.Second)
@@ -37,12 +43,11 @@ func TestHistory(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	address := l.Addr().String()
 	g.Expect(l.Close()).To(Succeed())
-	opts := hub.Options{
-		DashboardAddress: address, HistoryDatabase: filepath.Join(t.TempDir(), "history.db"), HubName: "hub-a",
-		CoalesceWindow: 100 * time.Millisecond,
-	}
+	opts := hub.Options{DashboardAddress: address, HistoryDatabase: filepath.Join(t.TempDir(), "history.db"), HubName: "hub-a"}
 	stop, err := controlplane.StartManager(cp.Config, hub.ManagerOptions(opts), func(mgr ctrl.Manager) error {
-		return hub.Setup(context.Background(), mgr, opts)
+		recorder := &hubhistory.Recorder{Database: opts.HistoryDatabase, HubName: opts.HubName, Retention: history.DefaultRetention}
+		server := &dashboard.Server{Address: opts.DashboardAddress, History: dashboard.NewHistoryReader(opts.HistoryDatabase)}
+		return errors.Join(recorder.SetupWithManager(context.Background(), mgr), server.SetupWithManager(context.Background(), mgr))
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { g.Expect(stop()).To(Succeed()) })
