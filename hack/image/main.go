@@ -41,79 +41,107 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return errors.New("usage: image build|push|set-image|rootfs [flags]")
 	}
 	fs := flag.NewFlagSet("image "+args[0], flag.ContinueOnError)
-	module := fs.String("module", ".", "Root of Canopy's module (where go.mod is).")
-	ca := fs.String("ca-certificates", defaultCABundle, "The CA certificate bundle the image carries at "+caPath+".")
+	common := commonFlags{
+		module: fs.String("module", ".", "Root of Canopy's module (where go.mod is)."),
+		ca:     fs.String("ca-certificates", defaultCABundle, "The CA certificate bundle the image carries at "+caPath+"."),
+	}
 	switch args[0] {
 	case "build":
-		outDir := fs.String("out", "bin/image", "Directory of the OCI layout to write (replaced).")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		meta, err := metadataOf(ctx, *module)
-		if err != nil {
-			return err
-		}
-		idx, err := build(ctx, buildOptions{module: *module, caBundle: *ca, meta: meta})
-		if err != nil {
-			return err
-		}
-		if err := writeLayout(*outDir, idx); err != nil {
-			return err
-		}
-		digest, err := idx.Digest()
-		if err != nil {
-			return fmt.Errorf("computing the index digest: %w", err)
-		}
-		size, err := indexSizes(idx)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "Wrote %s: %s (commit %s, version %s; %s)\n", *outDir, digest, meta.commit, meta.version, size)
-		return nil
+		return runBuild(ctx, fs, common, args[1:], out)
 	case "push":
-		layoutDir := fs.String("layout", "bin/image", "OCI layout written by build.")
-		ref := fs.String("image", "", "Where to push: registry/repository:tag (required).")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		if *ref == "" {
-			return errors.New("push: -image is required (IMAGE=registry/repo:tag make image-push)")
-		}
-		idx, err := layout.ImageIndexFromPath(*layoutDir)
-		if err != nil {
-			return fmt.Errorf("reading %s (run make image first): %w", *layoutDir, err)
-		}
-		pinned, err := push(ctx, idx, *ref)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "Pushed %s\n", pinned)
-		return nil
+		return runPush(ctx, fs, args[1:], out)
 	case "set-image":
-		ref := fs.String("image", "", "The image reference the kustomizations' images: entry takes (required).")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		if *ref == "" {
-			return errors.New("set-image: -image is required")
-		}
-		for _, dir := range fs.Args() {
-			if err := setImage(filepath.Join(dir, "kustomization.yaml"), *ref); err != nil {
-				return err
-			}
-		}
-		return nil
+		return runSetImage(fs, args[1:])
 	case "rootfs":
-		outDir := fs.String("out", "", "Directory to write the image's file tree into (required).")
-		arch := fs.String("arch", "", "Architecture of the binaries: amd64 or arm64 (required).")
-		if err := fs.Parse(args[1:]); err != nil {
-			return err
-		}
-		if *outDir == "" || *arch == "" {
-			return errors.New("rootfs: -out and -arch are required")
-		}
-		return writeRootFS(ctx, *module, *ca, *outDir, *arch)
+		return runRootFS(ctx, fs, common, args[1:])
 	default:
 		return fmt.Errorf("unknown subcommand %q: want build, push, set-image or rootfs", args[0])
 	}
+}
+
+// commonFlags are the flags every subcommand takes.
+type commonFlags struct {
+	module, ca *string
+}
+
+// runBuild builds the image and writes it as an OCI layout.
+func runBuild(ctx context.Context, fs *flag.FlagSet, common commonFlags, args []string, out io.Writer) error {
+	outDir := fs.String("out", "bin/image", "Directory of the OCI layout to write (replaced).")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	meta, err := metadataOf(ctx, *common.module)
+	if err != nil {
+		return err
+	}
+	idx, err := build(ctx, buildOptions{module: *common.module, caBundle: *common.ca, meta: meta})
+	if err != nil {
+		return err
+	}
+	if err := writeLayout(*outDir, idx); err != nil {
+		return err
+	}
+	digest, err := idx.Digest()
+	if err != nil {
+		return fmt.Errorf("computing the index digest: %w", err)
+	}
+	size, err := indexSizes(idx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Wrote %s: %s (commit %s, version %s; %s)\n", *outDir, digest, meta.commit, meta.version, size)
+	return nil
+}
+
+// runPush pushes the OCI layout build wrote to a registry.
+func runPush(ctx context.Context, fs *flag.FlagSet, args []string, out io.Writer) error {
+	layoutDir := fs.String("layout", "bin/image", "OCI layout written by build.")
+	ref := fs.String("image", "", "Where to push: registry/repository:tag (required).")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *ref == "" {
+		return errors.New("push: -image is required (IMAGE=registry/repo:tag make image-push)")
+	}
+	idx, err := layout.ImageIndexFromPath(*layoutDir)
+	if err != nil {
+		return fmt.Errorf("reading %s (run make image first): %w", *layoutDir, err)
+	}
+	pinned, err := push(ctx, idx, *ref)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Pushed %s\n", pinned)
+	return nil
+}
+
+// runSetImage sets the images: entry of the kustomizations named.
+func runSetImage(fs *flag.FlagSet, args []string) error {
+	ref := fs.String("image", "", "The image reference the kustomizations' images: entry takes (required).")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *ref == "" {
+		return errors.New("set-image: -image is required")
+	}
+	for _, dir := range fs.Args() {
+		if err := setImage(filepath.Join(dir, "kustomization.yaml"), *ref); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runRootFS writes the image's file tree for one architecture (the
+// Containerfile's builder stage).
+func runRootFS(ctx context.Context, fs *flag.FlagSet, common commonFlags, args []string) error {
+	outDir := fs.String("out", "", "Directory to write the image's file tree into (required).")
+	arch := fs.String("arch", "", "Architecture of the binaries: amd64 or arm64 (required).")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *outDir == "" || *arch == "" {
+		return errors.New("rootfs: -out and -arch are required")
+	}
+	return writeRootFS(ctx, *common.module, *common.ca, *outDir, *arch)
 }

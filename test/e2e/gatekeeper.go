@@ -47,30 +47,13 @@ func GatekeeperSpec(inputGetter func() GatekeeperSpecInput) {
 		ns = CreateNamespace(ctx, input.Env.Hub.Client, "gatekeeper")
 		startHub(input.Env.Hub.Config)
 		for _, name := range input.Clusters {
-			mc := input.Env.Cluster(name)
-			startAgent(mc)
-			dir, err := os.MkdirTemp("", "gatekeeper-"+name+"-")
-			Expect(err).NotTo(HaveOccurred())
-			gk, err := gkenv.Run(ctx, mc.ControlPlane, dir, gkenv.Options{AuditInterval: 2 * time.Second})
-			Expect(err).NotTo(HaveOccurred())
-			DeferCleanup(func() {
-				Expect(gk.Stop()).To(Succeed())
-				Expect(os.RemoveAll(dir)).To(Succeed())
-			})
+			startAgent(input.Env.Cluster(name))
+			startGatekeeper(ctx, input.Env.Cluster(name))
 		}
 	})
 
 	It("reports each cluster's Gatekeeper audit as the constraint's compliance", func(ctx SpecContext) {
-		teams := map[string]*corev1.Namespace{}
-		for _, name := range input.Clusters {
-			team := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns + "-team",
-				Labels: map[string]string{"example.canopy.io/team": "true"}}}
-			Expect(input.Env.Cluster(name).Client.Create(ctx, team)).To(Succeed())
-			teams[name] = team
-			DeferCleanup(func(ctx context.Context) {
-				Expect(client.IgnoreNotFound(input.Env.Cluster(name).Client.Delete(ctx, team))).To(Succeed())
-			})
-		}
+		teams := createTeamNamespaces(ctx, input, ns+"-team")
 		for _, obj := range gatekeeperExample(input.Example, ns) {
 			Expect(input.Env.Hub.Client.Create(ctx, obj)).To(Succeed())
 		}
@@ -105,6 +88,37 @@ func GatekeeperSpec(inputGetter func() GatekeeperSpecInput) {
 		Eventually(rootStatus).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).
 			Should(Equal(allOf(input.Clusters, policyv1.Compliant)))
 	})
+}
+
+// startGatekeeper runs real Gatekeeper audit-only against mc until the
+// spec ends.
+func startGatekeeper(ctx context.Context, mc *testenv.ManagedCluster) {
+	dir, err := os.MkdirTemp("", "gatekeeper-"+mc.Name+"-")
+	Expect(err).NotTo(HaveOccurred())
+	gk, err := gkenv.Run(ctx, mc.ControlPlane, dir, gkenv.Options{AuditInterval: 2 * time.Second})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		Expect(gk.Stop()).To(Succeed())
+		Expect(os.RemoveAll(dir)).To(Succeed())
+	})
+}
+
+// createTeamNamespaces creates, on each cluster of input, the namespace
+// name that the example's constraint selects (without the owner label it
+// requires), deleted when the spec ends; it returns them by cluster.
+func createTeamNamespaces(ctx context.Context, input GatekeeperSpecInput, name string) map[string]*corev1.Namespace {
+	teams := map[string]*corev1.Namespace{}
+	for _, cluster := range input.Clusters {
+		c := input.Env.Cluster(cluster).Client
+		team := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Labels: map[string]string{"example.canopy.io/team": "true"}}}
+		Expect(c.Create(ctx, team)).To(Succeed())
+		teams[cluster] = team
+		DeferCleanup(func(ctx context.Context) {
+			Expect(client.IgnoreNotFound(c.Delete(ctx, team))).To(Succeed())
+		})
+	}
+	return teams
 }
 
 // newest is the newest history message of template in p, "" when none.
