@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"    //nolint:revive // gomega's DSL reads best unqualified
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
@@ -99,19 +98,7 @@ func exclusionsObjects(path, ns, excluded string) []*unstructured.Unstructured {
 	Expect(err).NotTo(HaveOccurred())
 	Expect(string(raw)).To(ContainSubstring("    - cluster2\n"))
 	text := strings.ReplaceAll(string(raw), "    - cluster2\n", "    - "+excluded+"\n")
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(text), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		u.SetNamespace(ns)
-		objs = append(objs, u)
-	}
+	objs := decodeInto(text, ns)
 	Expect(objs).To(HaveLen(5))
 	return objs
 }

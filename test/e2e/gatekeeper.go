@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // ginkgo's DSL reads best unqualified
 	. "github.com/onsi/gomega"    //nolint:revive // gomega's DSL reads best unqualified
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
@@ -134,19 +131,7 @@ func gatekeeperExample(path, ns string) []client.Object {
 	GinkgoHelper()
 	raw, err := os.ReadFile(path)
 	Expect(err).NotTo(HaveOccurred())
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(string(raw)), 4096)
-	var objs []client.Object
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		u.SetNamespace(ns)
-		objs = append(objs, u)
-	}
+	objs := asObjects(decodeInto(string(raw), ns))
 	Expect(objs).To(HaveLen(3))
 	return objs
 }

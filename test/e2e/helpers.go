@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // ginkgo's DSL reads best unqualified
@@ -9,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -27,4 +30,30 @@ func CreateNamespace(ctx context.Context, c client.Client, prefix string) string
 // BeForbidden succeeds for an API error with reason Forbidden.
 func BeForbidden() OmegaMatcher {
 	return Satisfy(apierrors.IsForbidden)
+}
+
+// decodeInto decodes the YAML or JSON documents of text (empty ones left
+// out) into objects of namespace ns.
+func decodeInto(text, ns string) []*unstructured.Unstructured {
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(text), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			return objs
+		}
+		if len(u.Object) > 0 {
+			u.SetNamespace(ns)
+			objs = append(objs, u)
+		}
+	}
+}
+
+// asObjects is objs as client.Objects.
+func asObjects(objs []*unstructured.Unstructured) []client.Object {
+	out := make([]client.Object, len(objs))
+	for i, o := range objs {
+		out[i] = o
+	}
+	return out
 }

@@ -10,9 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2" //nolint:revive // ginkgo's DSL reads best unqualified
 	. "github.com/onsi/gomega"    //nolint:revive // gomega's DSL reads best unqualified
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -153,19 +151,7 @@ func exampleObjects(path, ns, suffix string) []client.Object {
 	for _, name := range orderedTemplates {
 		text = strings.ReplaceAll(text, "name: "+name+"\n", "name: "+name+"-"+suffix+"\n")
 	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(text), 4096)
-	var objs []client.Object
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		u.SetNamespace(ns)
-		objs = append(objs, u)
-	}
+	objs := asObjects(decodeInto(text, ns))
 	Expect(objs).To(HaveLen(3))
 	return objs
 }
