@@ -74,6 +74,8 @@ type Reconciler struct {
 
 	// templates resolves hub templates; SetupWithManager makes it.
 	templates *hubTemplates
+	// own are the replica patches the cache has not shown yet.
+	own ownWrites
 }
 
 // SetupWithManager registers the propagator's cache indexes and watches
@@ -244,6 +246,9 @@ func (r *Reconciler) prepareReplica(ctx context.Context, root hubtemplates.Root,
 		return preparedReplica{}, false
 	}
 	res.ApplyTo(desired)
+	if existing != nil {
+		r.own.seen(existing)
+	}
 	upToDate := existing != nil && ReplicaUpToDate(desired, existing)
 	return preparedReplica{desired: desired, existing: existing, templates: res, upToDate: upToDate}, true
 }
@@ -303,7 +308,7 @@ func (r *Reconciler) applyReplica(ctx context.Context, desired, existing *policy
 		log.Info("Created replica", "replica", klog.KObj(desired))
 		return nil
 	}
-	if ReplicaUpToDate(desired, existing) {
+	if ReplicaUpToDate(desired, existing) || r.own.holds(desired, existing) {
 		return nil
 	}
 	patched := existing.DeepCopy()
@@ -311,6 +316,7 @@ func (r *Reconciler) applyReplica(ctx context.Context, desired, existing *policy
 	if err := r.Client.Patch(ctx, patched, client.MergeFrom(existing)); err != nil {
 		return fmt.Errorf("updating replica %s: %w", klog.KObj(desired), err)
 	}
+	r.own.record(existing.ResourceVersion, patched)
 	log.Info("Updated replica", "replica", klog.KObj(desired))
 	return nil
 }
@@ -340,6 +346,7 @@ func (r *Reconciler) deleteReplicas(ctx context.Context, replicas map[types.Name
 	})
 	for _, key := range keys {
 		p := replicas[key]
+		r.own.forget(key)
 		if err := r.Client.Delete(ctx, p, client.Preconditions{UID: &p.UID}); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, fmt.Errorf("cluster %s: deleting replica %s: %w", key.Namespace, klog.KObj(p), err))
 			continue
