@@ -158,6 +158,7 @@ func (r *rolloutBench) change(ctx context.Context, b testing.TB) row {
 	}
 	before := r.writes(ctx, b)
 	start := time.Now()
+	profileDuring(ctx, b, r.hub, 15*time.Second, "rollout-change")
 	r.setTemplate("rollout-v2")
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"policy-templates":[{"objectDefinition":`+
 		string(rawJSON(configurationPolicy("rollout-v2")).Raw)+`}]}}`))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -251,6 +252,39 @@ func (r *Reconciler) prepareReplica(ctx context.Context, root hubtemplates.Root,
 	}
 	upToDate := existing != nil && ReplicaUpToDate(desired, existing)
 	return preparedReplica{desired: desired, existing: existing, templates: res, upToDate: upToDate}, true
+}
+
+// writeAll writes the prepared replicas ps, as many at once as the
+// propagator reconciles roots (a rollout has one root, whose decision
+// group is written as fast as several roots are); it returns the clusters
+// whose replica now has the desired spec. Outcomes are added to out in the
+// order of ps.
+func (r *Reconciler) writeAll(ctx context.Context, root *policyv1.Policy, ps []preparedReplica, out *syncOutcome) sets.Set[string] {
+	outs, ok := make([]syncOutcome, len(ps)), make([]bool, len(ps))
+	sem := make(chan struct{}, controllerdefaults.Concurrency(r.MaxConcurrentReconciles, controllerdefaults.HubConcurrency))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		if p.upToDate { // Note: most of a reconcile; no goroutine for what writes nothing
+			ok[i] = r.writeReplica(ctx, root, p, &outs[i])
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			ok[i] = r.writeReplica(ctx, root, p, &outs[i])
+		})
+	}
+	wg.Wait()
+	written := sets.New[string]()
+	for i, p := range ps {
+		out.failures = append(out.failures, outs[i].failures...)
+		out.templateFailures = append(out.templateFailures, outs[i].templateFailures...)
+		out.retry = append(out.retry, outs[i].retry...)
+		if ok[i] {
+			written.Insert(p.desired.Namespace)
+		}
+	}
+	return written
 }
 
 // writeReplica writes a prepared replica; it returns whether the replica

@@ -176,9 +176,7 @@ func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, s
 	gated []RolloutPlacement, out *syncOutcome) {
 	if len(gated) == 0 {
 		root.Status.Rollout = nil
-		for _, p := range prepared {
-			r.writeReplica(ctx, root, p, out)
-		}
+		r.writeAll(ctx, root, prepared, out)
 		return
 	}
 	current, err := r.previousRollout(ctx, root)
@@ -213,12 +211,7 @@ func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, s
 			return
 		}
 	}
-	written := sets.New[string]()
-	for _, p := range toWrite {
-		if r.writeReplica(ctx, root, p, out) {
-			written.Insert(p.desired.Namespace)
-		}
-	}
+	written := r.writeAll(ctx, root, toWrite, out)
 	root.Status.Rollout = plan.Status(respecced.Intersection(written))
 	r.updateSetConditions(ctx, root, gated, out)
 }
