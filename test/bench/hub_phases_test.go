@@ -30,7 +30,7 @@ func (h *hubBench) propagate(ctx context.Context, b testing.TB) row {
 		b.Fatal(err)
 	}
 	before := h.writes(ctx, b)
-	start := time.Now()
+	cpu, start := h.hub.cpuSeconds(), time.Now()
 	profileDuring(ctx, b, h.hub, 30*time.Second, "hub-propagation")
 	apiServerProfileDuring(ctx, b, h.cp.Config, 30*time.Second, "hub-propagation")
 	if err := h.createRoots(ctx); err != nil {
@@ -45,7 +45,7 @@ func (h *hubBench) propagate(ctx context.Context, b testing.TB) row {
 	if _, err := waitSettled(ctx, h.hub, 2*time.Second, propagator.ControllerName, rootstatus.ControllerName); err != nil {
 		b.Fatal(err)
 	}
-	d := h.writes(ctx, b).minus(before)
+	d, used := h.writes(ctx, b).minus(before), h.hub.cpuSeconds()-cpu
 	b.Logf("propagation: %d replicas in %.1f s; writes %v", replicas, elapsed, d)
 	return row{
 		Stage:   "hub: propagation (all replicas exist)",
@@ -54,6 +54,7 @@ func (h *hubBench) propagate(ctx context.Context, b testing.TB) row {
 			{Name: "writes/replica", Value: (d.total("policies") - float64(len(h.policies))) / float64(replicas)},
 			{Name: "refused writes", Value: d.refused()},
 			{Name: "root status writes", Value: d.total("policies/status")},
+			{Name: "hub CPU per replica", Value: used * 1000 / float64(replicas), Unit: "ms"},
 			{Name: "hub peak RSS", Value: h.hub.peakRSS(), Unit: "MiB"},
 		},
 	}

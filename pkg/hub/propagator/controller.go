@@ -77,6 +77,8 @@ type Reconciler struct {
 	templates *hubTemplates
 	// own are the replica patches the cache has not shown yet.
 	own ownWrites
+	// poster creates replicas; SetupWithManager makes it.
+	poster *replicaPoster
 }
 
 // SetupWithManager registers the propagator's cache indexes and watches
@@ -93,6 +95,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return fmt.Errorf("adding the hub templates' watchers: %w", err)
 	}
 	r.templates = templates
+	if r.poster, err = newReplicaPoster(mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&policyv1.Policy{}, builder.WithPredicates(rootChanged)).
@@ -334,7 +339,7 @@ func (r *Reconciler) recordTemplateFailures(root, replica *policyv1.Policy, res 
 func (r *Reconciler) applyReplica(ctx context.Context, desired, existing *policyv1.Policy) error {
 	log := ctrl.LoggerFrom(ctx)
 	if existing == nil {
-		if err := r.Client.Create(ctx, desired); apierrors.IsAlreadyExists(err) {
+		if err := r.createReplica(ctx, desired); apierrors.IsAlreadyExists(err) {
 			return r.applyToExisting(ctx, desired, err)
 		} else if err != nil {
 			return fmt.Errorf("creating replica %s: %w", klog.KObj(desired), err)
