@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/canopy-policy/canopy/pkg/history"
@@ -24,6 +25,8 @@ type PolicyChart struct {
 	Hub string `json:"hub,omitempty"`
 	// Window names the window shown (1h, 24h, 7d or 30d).
 	Window string `json:"window"`
+	// Windows name the windows one may ask for, shortest first.
+	Windows []string `json:"windows"`
 	// Start is when the first bucket begins.
 	Start time.Time `json:"start"`
 	// StepSeconds is the length of a bucket.
@@ -51,6 +54,8 @@ type ClusterTimeline struct {
 	Hub string `json:"hub,omitempty"`
 	// Window names the window shown.
 	Window string `json:"window"`
+	// Windows name the windows one may ask for, shortest first.
+	Windows []string `json:"windows"`
 	// Start is when the window begins.
 	Start time.Time `json:"start"`
 	// Updated is when the answer was computed: the window ends here.
@@ -81,7 +86,7 @@ func newPolicyChart(policy history.Policy, hub string, res history.Result, trunc
 	cells := cellSpans(res, truncated, now)
 	start, n := w.bounds(now)
 	return PolicyChart{
-		Namespace: policy.Namespace, Name: policy.Name, Hub: hub, Window: w.Name,
+		Namespace: policy.Namespace, Name: policy.Name, Hub: hub, Window: w.Name, Windows: windowNames(),
 		Start: start, StepSeconds: int64(w.Step / time.Second), Updated: now, Truncated: truncated,
 		Clusters: len(cells), Buckets: buckets(cells, start, w.Step, n, now), Remediation: remediation(cells, start),
 	}
@@ -91,7 +96,7 @@ func newPolicyChart(policy history.Policy, hub string, res history.Result, trunc
 // history.
 func newClusterTimeline(cluster, hub string, res history.Result, truncated bool, w ChartWindow, now time.Time) ClusterTimeline {
 	start, _ := w.bounds(now)
-	view := ClusterTimeline{Cluster: cluster, Hub: hub, Window: w.Name, Start: start, Updated: now, Truncated: truncated,
+	view := ClusterTimeline{Cluster: cluster, Hub: hub, Window: w.Name, Windows: windowNames(), Start: start, Updated: now, Truncated: truncated,
 		Policies: []PolicyTimeline{}}
 	for k, spans := range cellSpans(res, truncated, now) {
 		if k.Cluster != cluster {
@@ -124,7 +129,7 @@ func (s *Server) chartRows(w http.ResponseWriter, r *http.Request, q history.Que
 	}
 	window, ok := chartWindow(r.URL.Query().Get("window"), earliest(res), time.Now())
 	if !ok {
-		http.Error(w, fmt.Sprintf("window: want one of %s", windowNames()), http.StatusBadRequest)
+		http.Error(w, "window: want one of "+strings.Join(windowNames(), ", "), http.StatusBadRequest)
 		return res, false, ChartWindow{}, false
 	}
 	return res, truncated, window, true
@@ -176,14 +181,11 @@ func (s *Server) clusterPage(w http.ResponseWriter, r *http.Request) {
 	_, _ = buf.WriteTo(w)
 }
 
-// windowNames lists the windows' names, comma-separated.
-func windowNames() string {
-	var b bytes.Buffer
-	for i, w := range ChartWindows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(w.Name)
+// windowNames lists the windows' names, shortest first.
+func windowNames() []string {
+	names := make([]string, 0, len(ChartWindows))
+	for _, w := range ChartWindows {
+		names = append(names, w.Name)
 	}
-	return b.String()
+	return names
 }
