@@ -17,6 +17,7 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/test/browser"
 	"github.com/canopy-policy/canopy/internal/test/capture"
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
 	"github.com/canopy-policy/canopy/pkg/history"
 	"github.com/canopy-policy/canopy/pkg/hub/dashboard"
 )
@@ -57,14 +58,20 @@ func chartHistory(base time.Time) ([]history.Transition, []history.Gap) {
 // cluster's timeline.
 func TestDashboardCharts(t *testing.T) {
 	g := NewWithT(t)
-	c, suiteBase := startHub(t)
+	// Note: a control plane of its own, as the suite's matrix lists every
+	// root policy on its hub.
+	c := controlplane.ForTest(t, "charts").Client
 	ctx := t.Context()
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chartsNS}})).To(Succeed())
 	g.Expect(c.Create(ctx, &policyv1.Policy{ObjectMeta: metav1.ObjectMeta{Namespace: chartsNS, Name: "audited"},
 		Spec: policyv1.PolicySpec{PolicyTemplates: []policyv1.PolicyTemplate{}}})).To(Succeed())
 
-	// The dashboard of the suite's hub records no history: no chart, said so.
-	g.Expect(get(suiteBase + "/api/charts/policies/charts/audited")).To(MatchError(ContainSubstring("404")))
+	// A hub that records no history has no chart, and says so.
+	without, err := (&dashboard.Server{Reader: c, APIReader: c}).Handler()
+	g.Expect(err).NotTo(HaveOccurred())
+	none := httptest.NewServer(without)
+	t.Cleanup(none.Close)
+	g.Expect(get(none.URL + "/api/charts/policies/charts/audited")).To(MatchError(ContainSubstring("404")))
 
 	db := filepath.Join(t.TempDir(), "history.db")
 	store, err := history.Open(ctx, db)
@@ -93,6 +100,20 @@ document.addEventListener('securitypolicyviolation', function (e) { window.cspVi
 	}))).To(Succeed())
 	testPolicyChart(t, b, srv.URL, base)
 	testClusterTimeline(t, b, srv.URL, base)
+
+	// An open page follows what the hub records next, without a reload.
+	g.Expect(b.Navigate(srv.URL + "/clusters/c3#window=1h")).To(Succeed())
+	g.Eventually(func() (string, error) { return b.Text(`#timeline-policies li[data-policy="charts/other"]`) }).
+		WithTimeout(30 * time.Second).Should(Equal("charts/other Compliant"))
+	_, err = store.Write(ctx, []history.Transition{{Hub: "hub-a", Cluster: "c3", Policy: history.Policy{Namespace: chartsNS, Name: "other"},
+		Template: "cfg", State: "NonCompliant", Message: "drifted", At: time.Now().Add(-time.Second)}}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() (string, error) { return b.Text(`#timeline-policies li[data-policy="charts/other"]`) }).
+		WithTimeout(30 * time.Second).Should(Equal("charts/other NonCompliant"))
+
+	g.Expect(b.Navigate(none.URL + "/policies/charts/audited")).To(Succeed())
+	g.Eventually(func() (string, error) { return b.Text("figure[data-chart] figcaption") }).WithTimeout(30 * time.Second).
+		Should(Equal("No chart: this hub records no compliance history (--history-database=none)"))
 }
 
 // drawnChart is what the page exposes of a policy's chart: the window,
