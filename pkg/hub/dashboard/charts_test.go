@@ -331,3 +331,52 @@ func TestNewPolicyChart(t *testing.T) {
 		span(4*time.Hour, 5*time.Hour, ChartNonCompliant), {From: t0.Add(5 * time.Hour), To: now, State: ChartCompliant},
 	}))
 }
+
+// FuzzCellSpans checks, for any history, that each cell's spans are in
+// order, not empty and end now, that no moment of a gap is Compliant, and
+// that each bucket counts each cell at most once.
+func FuzzCellSpans(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 0, 1, 1, 30, 1, 0, 3, 10, 20, 2, 0, 2, 90})
+	f.Add([]byte{0, 0, 3, 0, 200, 0, 0, 2, 5, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		now := t0.Add(4 * time.Hour)
+		var res history.Result
+		for i := 0; i+4 < len(data); i += 5 {
+			cluster, template := string(rune('a'+data[i]%3)), string(rune('x'+data[i+1]%2))
+			at := t0.Add(time.Duration(data[i+3]) * time.Minute)
+			if data[i+2]%4 == 3 {
+				res.Gaps = append(res.Gaps, history.Gap{Hub: "h", Cluster: cluster, Policy: charted, Template: template,
+					From: at, To: at.Add(time.Duration(data[i+4]) * time.Minute)})
+				continue
+			}
+			state := []ChartState{ChartCompliant, ChartNonCompliant, ChartPending}[data[i+2]%4]
+			res.Transitions = append(res.Transitions, history.Transition{Hub: "h", Cluster: cluster, Policy: charted,
+				Template: template, State: string(state), At: at})
+		}
+		for _, truncated := range []bool{false, true} {
+			cells := cellSpans(res, truncated, now)
+			for k, spans := range cells {
+				if len(spans) == 0 || !spans[len(spans)-1].To.Equal(now) {
+					t.Fatalf("%v: spans %v do not end now", k, spans)
+				}
+				for i, s := range spans {
+					if s.State == "" || !s.From.Before(s.To) || (i > 0 && (!spans[i-1].To.Equal(s.From) || spans[i-1].State == s.State)) {
+						t.Fatalf("%v: span %d of %v", k, i, spans)
+					}
+				}
+			}
+			for _, g := range res.Gaps {
+				for _, s := range cells[cellKey{g.Hub, g.Cluster, g.Policy}] {
+					if s.State == ChartCompliant && s.From.Before(g.To) && s.To.After(g.From) && g.From.Before(now) && g.From.Before(g.To) {
+						t.Fatalf("Compliant %v during gap %v", s, g)
+					}
+				}
+			}
+			for _, b := range buckets(cells, t0, 30*time.Minute, 8, now) {
+				if b.Compliant+b.NonCompliant+b.Pending+b.Incomplete > len(cells) {
+					t.Fatalf("bucket %v counts more than %d cells", b, len(cells))
+				}
+			}
+		}
+	})
+}
