@@ -112,27 +112,37 @@ func newClusterTimeline(cluster, hub string, res history.Result, truncated bool,
 	return view
 }
 
-// chartRows reads the whole stored history q selects (up to the
+// chartRows is what a chart is drawn from.
+type chartRows struct {
+	// res is the stored history, the newest historyLimitRows transitions.
+	res history.Result
+	// truncated says that older transitions were left out.
+	truncated bool
+	// window is the window asked for, or the one that fits res.
+	window ChartWindow
+}
+
+// readChartRows reads the whole stored history q selects (up to the
 // dashboard's row limit), for a chart: what happened before the window
-// decides the state it begins with. It answers the request itself when it
-// fails.
-func (s *Server) chartRows(w http.ResponseWriter, r *http.Request, q history.Query) (history.Result, bool, ChartWindow, bool) {
+// decides the state it begins with. When it fails, it has answered the
+// request and returns false.
+func (s *Server) readChartRows(w http.ResponseWriter, r *http.Request, q history.Query) (chartRows, bool) {
 	if s.History == nil {
 		http.Error(w, "this hub records no compliance history (--history-database=none)", http.StatusNotFound)
-		return history.Result{}, false, ChartWindow{}, false
+		return chartRows{}, false
 	}
 	res, truncated, err := s.History.newest(r.Context(), q)
 	if err != nil {
 		s.log.Error(err, "Reading compliance history failed")
 		http.Error(w, "the dashboard could not read the compliance history; see the hub's log", http.StatusServiceUnavailable)
-		return res, false, ChartWindow{}, false
+		return chartRows{}, false
 	}
 	window, ok := chartWindow(r.URL.Query().Get("window"), earliest(res), time.Now())
 	if !ok {
 		http.Error(w, "window: want one of "+strings.Join(windowNames(), ", "), http.StatusBadRequest)
-		return res, false, ChartWindow{}, false
+		return chartRows{}, false
 	}
-	return res, truncated, window, true
+	return chartRows{res: res, truncated: truncated, window: window}, true
 }
 
 // policyChartAPI answers GET /api/charts/policies/{namespace}/{name} with
@@ -141,22 +151,22 @@ func (s *Server) chartRows(w http.ResponseWriter, r *http.Request, q history.Que
 func (s *Server) policyChartAPI(w http.ResponseWriter, r *http.Request) {
 	policy := history.Policy{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
 	hub := r.URL.Query().Get("hub")
-	res, truncated, window, ok := s.chartRows(w, r, history.Query{Hub: hub, Policies: []history.Policy{policy}})
+	rows, ok := s.readChartRows(w, r, history.Query{Hub: hub, Policies: []history.Policy{policy}})
 	if !ok {
 		return
 	}
-	writeJSON(w, newPolicyChart(policy, hub, res, truncated, window, time.Now()))
+	writeJSON(w, newPolicyChart(policy, hub, rows.res, rows.truncated, rows.window, time.Now()))
 }
 
 // clusterChartAPI answers GET /api/charts/clusters/{cluster} with ?window=
 // and ?hub=, as policyChartAPI.
 func (s *Server) clusterChartAPI(w http.ResponseWriter, r *http.Request) {
 	cluster, hub := r.PathValue("cluster"), r.URL.Query().Get("hub")
-	res, truncated, window, ok := s.chartRows(w, r, history.Query{Hub: hub, Cluster: cluster})
+	rows, ok := s.readChartRows(w, r, history.Query{Hub: hub, Cluster: cluster})
 	if !ok {
 		return
 	}
-	writeJSON(w, newClusterTimeline(cluster, hub, res, truncated, window, time.Now()))
+	writeJSON(w, newClusterTimeline(cluster, hub, rows.res, rows.truncated, rows.window, time.Now()))
 }
 
 // clusterPageData is what cluster.html gets.
