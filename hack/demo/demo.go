@@ -271,6 +271,9 @@ func (d *demo) describe() {
 	d.say("  %s --kubeconfig %s explain ordered-install", filepath.Join(d.opts.binDir, "kubectl-canopy"), d.env.Hub.KubeconfigPath)
 	if d.opts.dashboard != "" {
 		d.say("The dashboard: http://%s/", d.opts.dashboard)
+		if slices.Contains(d.opts.examples, "examples/ordered-install") {
+			d.say("  ordered-install over time, Pending then Compliant: http://%s/policies/%s/ordered-install", d.opts.dashboard, examplesNamespace)
+		}
 	}
 	d.say("Logs of the hub controller, the agents and OCM's controllers: %s", filepath.Join(d.dir, "logs"))
 	d.say("\nThe table below changes as you apply, change or delete policies on the hub. Press Ctrl-C to stop.")

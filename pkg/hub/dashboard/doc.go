@@ -17,6 +17,16 @@
 //	GET /api/matrix                   the matrix as JSON
 //	GET /api/policies/{ns}/{name}     one policy as JSON
 //	GET /api/policysets/{ns}/{name}   one PolicySet as JSON
+//	GET /clusters/{cluster}           one cluster's policies over time
+//	GET /api/history/{policies|policysets}/{ns}/{name}   compliance transitions and gaps
+//	GET /api/charts/policies/{ns}/{name}   a policy's clusters per state over time, time to remediate
+//	GET /api/charts/clusters/{cluster}     a cluster's policies over time
+//
+// With a history store (HistoryReader), a policy's page charts its
+// compliance over time and a cluster's page the timeline of its policies,
+// drawn with Chart.js, which the dashboard serves itself (static/vendor)
+// from series computed here from the store's rows (cellSpans, buckets,
+// remediation: pure functions).
 //
 // Server is a manager Runnable that runs on every hub replica (it needs no
 // leader): it reads root policies and policy sets through the manager's

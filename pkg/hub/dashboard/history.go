@@ -56,6 +56,21 @@ func (h *HistoryReader) query(ctx context.Context, q history.Query) (history.Res
 	return store.Query(ctx, q)
 }
 
+// newest runs q with the dashboard's row limit: it returns at most
+// historyLimitRows transitions, the newest, and whether older ones were
+// left out.
+func (h *HistoryReader) newest(ctx context.Context, q history.Query) (history.Result, bool, error) {
+	q.Limit = historyLimitRows + 1
+	res, err := h.query(ctx, q)
+	if err != nil {
+		return res, false, err
+	}
+	if len(res.Transitions) > historyLimitRows {
+		return history.Result{Transitions: res.Transitions[1:], Gaps: res.Gaps}, true, nil
+	}
+	return res, false, nil
+}
+
 // HistoryView is the answer of /api/history: the compliance transitions and
 // gaps of one policy, or of the members of one policy set, oldest first. A
 // gap is "history incomplete" between From and To, never compliant.
@@ -121,17 +136,15 @@ func (s *Server) historyAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	view.Transitions, view.Gaps = []history.Transition{}, []history.Gap{}
 	if len(view.Policies) > 0 {
-		res, err := s.History.query(r.Context(), history.Query{
-			Hub: r.URL.Query().Get("hub"), Cluster: view.Cluster, Policies: view.Policies, Since: since, Limit: historyLimitRows + 1,
+		res, truncated, err := s.History.newest(r.Context(), history.Query{
+			Hub: r.URL.Query().Get("hub"), Cluster: view.Cluster, Policies: view.Policies, Since: since,
 		})
 		if err != nil {
 			s.log.Error(err, "Reading compliance history failed")
 			http.Error(w, "the dashboard could not read the compliance history; see the hub's log", http.StatusServiceUnavailable)
 			return
 		}
-		if len(res.Transitions) > historyLimitRows {
-			view.Truncated, res.Transitions = true, res.Transitions[1:]
-		}
+		view.Truncated = truncated
 		view.Transitions = append(view.Transitions, res.Transitions...)
 		view.Gaps = append(view.Gaps, res.Gaps...)
 	}

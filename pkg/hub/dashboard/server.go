@@ -127,6 +127,9 @@ func (s *Server) Handler() (http.Handler, error) {
 	mux.HandleFunc("GET /policysets/{namespace}/{name}", s.setPage)
 	mux.HandleFunc("GET /api/policysets/{namespace}/{name}", s.setAPI)
 	mux.HandleFunc("GET /api/history/{kind}/{namespace}/{name}", s.historyAPI)
+	mux.HandleFunc("GET /clusters/{cluster}", s.clusterPage)
+	mux.HandleFunc("GET /api/charts/policies/{namespace}/{name}", s.policyChartAPI)
+	mux.HandleFunc("GET /api/charts/clusters/{cluster}", s.clusterChartAPI)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	return s.guardHost(securityHeaders(mux)), nil
 }

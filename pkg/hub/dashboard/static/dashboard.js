@@ -20,6 +20,7 @@
   function policyHref(ns, name) {
     return '/policies/' + encodeURIComponent(ns) + '/' + encodeURIComponent(name);
   }
+  function clusterHref(name) { return '/clusters/' + encodeURIComponent(name); }
   function setHref(ns, name) {
     return '/policysets/' + encodeURIComponent(ns) + '/' + encodeURIComponent(name);
   }
@@ -28,7 +29,13 @@
     var table = document.getElementById('matrix');
     var head = el('tr');
     head.appendChild(el('th', 'policy', 'Policy'));
-    m.clusters.forEach(function (c) { head.appendChild(el('th', 'cluster', c)); });
+    m.clusters.forEach(function (c) {
+      var th = el('th', 'cluster');
+      var link = el('a', '', c);
+      link.href = clusterHref(c);
+      th.appendChild(link);
+      head.appendChild(th);
+    });
     ['Compliant', 'NonCompliant', 'Pending'].forEach(function (t) { head.appendChild(el('th', 'total', t)); });
     table.tHead.replaceChildren(head);
 
@@ -283,7 +290,11 @@
   function renderCluster(c) {
     var card = el('article', 'card');
     card.dataset.cluster = c.cluster;
-    var h = el('h3', '', c.cluster + ' ');
+    var h = el('h3');
+    var link = el('a', '', c.cluster);
+    link.href = clusterHref(c.cluster);
+    h.appendChild(link);
+    h.appendChild(document.createTextNode(' '));
     h.appendChild(badge(c.compliant));
     card.appendChild(h);
     if (c.noReplica) { card.appendChild(el('p', 'note', 'No replica on this cluster yet.')); }
@@ -357,5 +368,6 @@
       .then(function () { setTimeout(tick, refresh); });
   }
 
-  tick();
+  // Note: a cluster's page is all chart; charts.js draws and polls it.
+  if (body.dataset.page !== 'cluster') { tick(); }
 }());
