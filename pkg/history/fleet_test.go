@@ -26,6 +26,9 @@ func TestFleet(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = writer.Close() })
 
+	p1 := history.Policy{Namespace: "policies", Name: "baseline"}
+	p2 := history.Policy{Namespace: "policies", Name: "quota"}
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	at := func(hub, cluster string, p history.Policy, template, state string, at time.Time) history.Transition {
 		return history.Transition{Hub: hub, Cluster: cluster, Policy: p, Template: template, State: state, Message: state, At: at}
 	}

@@ -17,6 +17,8 @@
 //	GET /api/matrix                   the matrix as JSON
 //	GET /api/policies/{ns}/{name}     one policy as JSON
 //	GET /api/policysets/{ns}/{name}   one PolicySet as JSON
+//	GET /fleet, /api/fleet            with --fleet: every hub recording to the
+//	                                  shared PostgreSQL history (fleet.go)
 //
 // Server is a manager Runnable that runs on every hub replica (it needs no
 // leader): it reads root policies and policy sets through the manager's

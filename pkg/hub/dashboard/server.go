@@ -48,6 +48,8 @@ type Server struct {
 	// History reads the compliance history for /api/history; nil when the
 	// hub records none.
 	History *HistoryReader
+	// Fleet reads every hub's compliance for /fleet; nil without --fleet.
+	Fleet *FleetReader
 
 	pages *template.Template
 	log   logr.Logger
@@ -127,6 +129,8 @@ func (s *Server) Handler() (http.Handler, error) {
 	mux.HandleFunc("GET /policysets/{namespace}/{name}", s.setPage)
 	mux.HandleFunc("GET /api/policysets/{namespace}/{name}", s.setAPI)
 	mux.HandleFunc("GET /api/history/{kind}/{namespace}/{name}", s.historyAPI)
+	mux.HandleFunc("GET /fleet", s.fleetPage)
+	mux.HandleFunc("GET /api/fleet", s.fleetAPI)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	return s.guardHost(securityHeaders(mux)), nil
 }
