@@ -85,14 +85,17 @@ func TestFleet(t *testing.T) {
 
 	base := "http://" + address
 	var answer fleetAnswer
+	var out string
 	g.Eventually(func(g Gomega) {
-		out, err := runFleet(t, hubs[0].cp, "--dashboard", base, "-o", "json")
+		var err error
+		out, err = runFleet(t, hubs[0].cp, "--dashboard", base, "-o", "json")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(json.Unmarshal([]byte(out), &answer)).To(Succeed())
 		g.Expect(answer.Policies).To(HaveLen(2))
 		g.Expect(answer.Policies[0].Clusters).To(Equal(6))
 		g.Expect(answer.Policies[1].Clusters).To(Equal(1))
 	}).Should(Succeed())
+	t.Logf("kubectl canopy status --fleet -o json:\n%s", out)
 
 	By := "six clusters, grouped by hub, each hub's data recent and its age given"
 	g.Expect(answer.Hub).To(Equal("hub-a"))
