@@ -182,82 +182,68 @@ type FleetPolicy struct {
 // hubs. self is the serving hub, listed even when the database holds
 // nothing of it.
 func newFleetView(f history.Fleet, self string, staleAfter time.Duration) FleetView {
-	v := FleetView{Hub: self, ReadAt: f.ReadAt, StaleAfter: staleAfter.String(), Hubs: []FleetHub{}, Policies: []FleetPolicy{}}
-	hubs := map[string]*FleetHub{}
-	hubOf := func(name string) *FleetHub {
-		if hubs[name] == nil {
-			hubs[name] = &FleetHub{Name: name, Clusters: []FleetCluster{}}
-		}
-		return hubs[name]
+	hubs := fleetHubs(f, self, staleAfter)
+	return FleetView{
+		Hub: self, ReadAt: f.ReadAt, StaleAfter: staleAfter.String(),
+		Hubs: hubs, Policies: rollUp(hubs),
 	}
-	hubOf(self)
+}
+
+// replicaKey names one replica of one hub.
+type replicaKey struct {
+	hub, cluster string
+	policy       history.Policy
+}
+
+// fleetHubs returns every hub of f, and self, by name, each with its data
+// age and its clusters, by name, each with its policies, by namespace and
+// name.
+func fleetHubs(f history.Fleet, self string, staleAfter time.Duration) []FleetHub {
+	hubs := map[string]*FleetHub{self: {Name: self}}
 	for _, a := range f.Hubs {
-		h := hubOf(a.Hub)
-		h.LastWrite = ptr.To(a.LastWrite)
+		h := &FleetHub{Name: a.Hub, LastWrite: ptr.To(a.LastWrite)}
 		if !a.NewestEvent.IsZero() {
 			h.NewestEvent = ptr.To(a.NewestEvent)
 		}
+		hubs[a.Hub] = h
 	}
-	for _, h := range hubs {
+	// A replica's cell combines the newest state of each of its templates.
+	states := map[replicaKey][]policyv1.ComplianceState{}
+	asOf := map[replicaKey]time.Time{}
+	for _, st := range f.States {
+		k := replicaKey{st.Hub, st.Cluster, st.Policy}
+		states[k] = append(states[k], policyv1.ComplianceState(st.State))
+		if st.At.After(asOf[k]) {
+			asOf[k] = st.At
+		}
+	}
+	clusters := map[string]map[string][]FleetCell{} // hub → cluster → cells
+	for k, s := range states {
+		if hubs[k.hub] == nil {
+			hubs[k.hub] = &FleetHub{Name: k.hub} // not in one snapshot; if ever, shown as unknown, never hidden
+		}
+		if clusters[k.hub] == nil {
+			clusters[k.hub] = map[string][]FleetCell{}
+		}
+		clusters[k.hub][k.cluster] = append(clusters[k.hub][k.cluster], FleetCell{Policy: k.policy, Compliant: compliance.Aggregate(s...), AsOf: asOf[k]})
+	}
+	out := make([]FleetHub, 0, len(hubs))
+	for name, h := range hubs {
 		setFreshness(h, f.ReadAt, staleAfter)
-	}
-	// f.States is ordered by hub, cluster, policy and template: each run
-	// of one replica's templates makes one cell.
-	policies := map[history.Policy]*FleetPolicy{}
-	for i := 0; i < len(f.States); {
-		first := f.States[i]
-		cell := FleetCell{Policy: first.Policy}
-		var states []policyv1.ComplianceState
-		for ; i < len(f.States) && sameReplica(f.States[i], first); i++ {
-			states = append(states, policyv1.ComplianceState(f.States[i].State))
-			if f.States[i].At.After(cell.AsOf) {
-				cell.AsOf = f.States[i].At
+		h.Clusters = []FleetCluster{}
+		for cluster, cells := range clusters[name] {
+			slices.SortFunc(cells, func(a, b FleetCell) int { return comparePolicies(a.Policy, b.Policy) })
+			var s []policyv1.ComplianceState
+			for _, cell := range cells {
+				s = append(s, cell.Compliant)
 			}
+			h.Clusters = append(h.Clusters, FleetCluster{Name: cluster, Compliant: compliance.Aggregate(s...), Policies: cells})
 		}
-		cell.Compliant = compliance.Aggregate(states...)
-		h := hubOf(first.Hub)
-		if n := len(h.Clusters); n == 0 || h.Clusters[n-1].Name != first.Cluster {
-			h.Clusters = append(h.Clusters, FleetCluster{Name: first.Cluster})
-		}
-		c := &h.Clusters[len(h.Clusters)-1]
-		c.Policies = append(c.Policies, cell)
-		p := policies[first.Policy]
-		if p == nil {
-			p = &FleetPolicy{Namespace: first.Policy.Namespace, Name: first.Policy.Name, Hubs: []string{}}
-			policies[first.Policy] = p
-		}
-		countCluster(p, h, cell.Compliant)
+		slices.SortFunc(h.Clusters, func(a, b FleetCluster) int { return cmp.Compare(a.Name, b.Name) })
+		out = append(out, *h)
 	}
-	for _, h := range hubs {
-		for i := range h.Clusters {
-			var states []policyv1.ComplianceState
-			for _, cell := range h.Clusters[i].Policies {
-				states = append(states, cell.Compliant)
-			}
-			h.Clusters[i].Compliant = compliance.Aggregate(states...)
-		}
-		v.Hubs = append(v.Hubs, *h)
-	}
-	slices.SortFunc(v.Hubs, func(a, b FleetHub) int { return cmp.Compare(a.Name, b.Name) })
-	for _, p := range policies {
-		p.Summary = fmt.Sprintf("%d/%d %s compliant across %s", p.CompliantClusters, p.Clusters, plural(p.Clusters, "cluster"), countOf(len(p.Hubs), "hub"))
-		if others := otherStates(p); others != "" {
-			p.Summary += " (" + others + ")"
-		}
-		if len(p.StaleHubs) > 0 {
-			p.Summary += fmt.Sprintf("; the data of %s is stale", joinNames(p.StaleHubs))
-		}
-		v.Policies = append(v.Policies, *p)
-	}
-	slices.SortFunc(v.Policies, func(a, b FleetPolicy) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
-	return v
-}
-
-// sameReplica reports whether a and b are templates of one replica.
-func sameReplica(a, b history.TemplateState) bool {
-	return a.Hub == b.Hub && a.Cluster == b.Cluster && a.Policy == b.Policy
+	slices.SortFunc(out, func(a, b FleetHub) int { return cmp.Compare(a.Name, b.Name) })
+	return out
 }
 
 // setFreshness sets how old h's data is at readAt.
@@ -279,14 +265,51 @@ func setFreshness(h *FleetHub, readAt time.Time, staleAfter time.Duration) {
 		"): the hub may be down or cut off from the database, or nothing changed on its clusters; its states are as of their times"
 }
 
-// countCluster counts one cluster of hub h, of compliance c, in p.
-func countCluster(p *FleetPolicy, h *FleetHub, c policyv1.ComplianceState) {
+// rollUp returns one row per policy (namespace/name) across hubs, by
+// namespace and name.
+func rollUp(hubs []FleetHub) []FleetPolicy {
+	rows := map[history.Policy]*FleetPolicy{}
+	for _, h := range hubs {
+		for _, c := range h.Clusters {
+			for _, cell := range c.Policies {
+				p := rows[cell.Policy]
+				if p == nil {
+					p = &FleetPolicy{Namespace: cell.Policy.Namespace, Name: cell.Policy.Name, Hubs: []string{}}
+					rows[cell.Policy] = p
+				}
+				countCluster(p, h, cell.Compliant)
+			}
+		}
+	}
+	out := make([]FleetPolicy, 0, len(rows))
+	for _, p := range rows {
+		p.Summary = fmt.Sprintf("%d/%d %s compliant across %s", p.CompliantClusters, p.Clusters, plural(p.Clusters, "cluster"), countOf(len(p.Hubs), "hub"))
+		if others := otherStates(p); others != "" {
+			p.Summary += " (" + others + ")"
+		}
+		if len(p.StaleHubs) > 0 {
+			p.Summary += fmt.Sprintf("; the data of %s is stale", joinNames(p.StaleHubs))
+		}
+		out = append(out, *p)
+	}
+	slices.SortFunc(out, func(a, b FleetPolicy) int {
+		return comparePolicies(history.Policy{Namespace: a.Namespace, Name: a.Name}, history.Policy{Namespace: b.Namespace, Name: b.Name})
+	})
+	return out
+}
+
+// comparePolicies orders policies by namespace, then name.
+func comparePolicies(a, b history.Policy) int {
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+}
+
+// countCluster counts one cluster of hub h, of compliance c, in p; hubs
+// come in name order.
+func countCluster(p *FleetPolicy, h FleetHub, c policyv1.ComplianceState) {
 	if !slices.Contains(p.Hubs, h.Name) {
 		p.Hubs = append(p.Hubs, h.Name)
-		slices.Sort(p.Hubs)
 		if h.Freshness != FreshnessRecent {
 			p.StaleHubs = append(p.StaleHubs, h.Name)
-			slices.Sort(p.StaleHubs)
 		}
 	}
 	if p.Clusters == 0 {

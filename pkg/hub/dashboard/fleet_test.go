@@ -3,6 +3,7 @@ package dashboard
 import (
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -89,6 +90,11 @@ func TestNewFleetView(t *testing.T) {
 			Clusters: 1, CompliantClusters: 1, Summary: "1/1 cluster compliant across 1 hub",
 		},
 	}), By)
+
+	By = "the view does not depend on the order the database returns rows in"
+	slices.Reverse(f.States)
+	slices.Reverse(f.Hubs)
+	g.Expect(newFleetView(f, "central", time.Hour)).To(Equal(v), By)
 }
 
 func TestNewFleetViewEmpty(t *testing.T) {
