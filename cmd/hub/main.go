@@ -18,6 +18,7 @@ import (
 	"github.com/canopy-policy/canopy/pkg/history"
 	"github.com/canopy-policy/canopy/pkg/hub"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
+	"github.com/canopy-policy/canopy/pkg/hub/dashboard"
 	hubhistory "github.com/canopy-policy/canopy/pkg/hub/history"
 	"github.com/canopy-policy/canopy/pkg/templating"
 )
@@ -66,6 +67,8 @@ func parseFlags(args []string) (options, error) {
 		"How long compliance history is kept; older days are deleted (on PostgreSQL, whole daily partitions are dropped).")
 	fs.StringVar(&opts.hub.HubName, "hub-name", hubhistory.DefaultHubName,
 		"This hub's name in the compliance history; give each hub writing to one PostgreSQL its own.")
+	fs.BoolVar(&opts.hub.Fleet, "fleet", false,
+		"Show in the dashboard (/fleet) the compliance of every cluster of every hub recording to the same PostgreSQL --history-database, grouped by hub, with each hub's data age.")
 	fs.Func(templating.DenylistFlag, templating.DenylistUsage, func(s string) error {
 		opts.hub.TemplateFuncDenylist = append(opts.hub.TemplateFuncDenylist, templating.ParseFuncList(s)...)
 		return nil
@@ -79,6 +82,11 @@ func parseFlags(args []string) (options, error) {
 	}
 	if opts.hub.HistoryRetention <= 0 {
 		return opts, fmt.Errorf("--history-retention must be positive, not %s", opts.hub.HistoryRetention)
+	}
+	if opts.hub.Fleet {
+		if err := dashboard.CheckFleet(opts.hub.DashboardAddress, opts.hub.HistoryDatabase); err != nil {
+			return opts, err
+		}
 	}
 	if opts.hub.ConcurrentReconciles < 1 {
 		return opts, fmt.Errorf("--concurrent-reconciles must be at least 1, not %d", opts.hub.ConcurrentReconciles)

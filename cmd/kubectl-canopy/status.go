@@ -17,6 +17,7 @@ type statusOptions struct {
 	*globalOptions
 	allNamespaces bool
 	output        string
+	fleetOptions
 }
 
 func newStatusCommand(global *globalOptions) *cobra.Command {
@@ -34,10 +35,18 @@ members that are not Compliant and their exclusions, and where each rollout
 
 Without -n or -A, the namespace of the kubeconfig context is used when the
 context sets one, and every namespace otherwise. A policy is named as
-namespace/name or as name (looked up in -n, or in every namespace).`,
+namespace/name or as name (looked up in -n, or in every namespace).
+
+With --fleet: every cluster of every hub that records to the PostgreSQL
+history this hub shares, grouped by hub, each hub with the age of its data
+("stale" when it has written nothing for a while, "unknown" when it never
+wrote), and each policy rolled up across the hubs that apply it. It is read
+from the hub's dashboard (started with --fleet) as history is (--dashboard
+or --dashboard-service); the CLI never holds the database's credentials.`,
 		Example: `  kubectl canopy status
   kubectl canopy status -n policies
-  kubectl canopy status policies/install-operator -o json`,
+  kubectl canopy status policies/install-operator -o json
+  kubectl canopy status --fleet --dashboard http://localhost:8090`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, args)
@@ -46,10 +55,14 @@ namespace/name or as name (looked up in -n, or in every namespace).`,
 	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false,
 		"List the policies of every namespace, whatever -n and the context say.")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "Output format: json or yaml; text when unset.")
+	o.addFleetFlags(cmd)
 	return cmd
 }
 
 func (o *statusOptions) run(cmd *cobra.Command, args []string) error {
+	if o.fleet {
+		return o.runFleet(cmd.Context(), args)
+	}
 	if err := checkOutput(o.output, outputText, outputJSON, outputYAML); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -51,6 +52,9 @@ type Options struct {
 	HistoryRetention time.Duration
 	// HubName is the hub's name in the compliance history.
 	HubName string
+	// Fleet makes the dashboard show every hub recording to the same
+	// PostgreSQL HistoryDatabase (/fleet, /api/fleet); see dashboard.CheckFleet.
+	Fleet bool
 	// TemplateFuncDenylist are the template functions hub templates are
 	// denied, besides those the template library always denies (OCM's
 	// --template-function-denylist).
@@ -93,6 +97,11 @@ type controller interface {
 // Setup adds every hub controller opts asks for to mgr, which should be
 // built from ManagerOptions.
 func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.Fleet {
+		if err := dashboard.CheckFleet(opts.DashboardAddress, opts.HistoryDatabase); err != nil {
+			return err
+		}
+	}
 	for _, c := range controllers(mgr, opts) {
 		if err := c.SetupWithManager(ctx, mgr); err != nil {
 			return fmt.Errorf("setting up %T: %w", c, err)
@@ -125,6 +134,9 @@ func controllers(mgr ctrl.Manager, opts Options) []controller {
 		d := &dashboard.Server{Address: opts.DashboardAddress, RefreshInterval: opts.DashboardRefresh}
 		if !history.Disabled(opts.HistoryDatabase) {
 			d.History = dashboard.NewHistoryReader(opts.HistoryDatabase)
+		}
+		if opts.Fleet {
+			d.Fleet = dashboard.NewFleetReader(opts.HistoryDatabase, cmp.Or(opts.HubName, hubhistory.DefaultHubName))
 		}
 		list = append(list, d)
 	}

@@ -21,6 +21,8 @@
 //	GET /api/history/{policies|policysets}/{ns}/{name}   compliance transitions and gaps
 //	GET /api/charts/policies/{ns}/{name}   a policy's clusters per state over time, time to remediate
 //	GET /api/charts/clusters/{cluster}     a cluster's policies over time
+//	GET /fleet, /api/fleet            with --fleet: every hub recording to the
+//	                                  shared PostgreSQL history (fleet.go)
 //
 // With a history store (HistoryReader), a policy's page charts its
 // compliance over time and a cluster's page the timeline of its policies,

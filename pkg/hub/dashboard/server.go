@@ -48,6 +48,8 @@ type Server struct {
 	// History reads the compliance history for /api/history; nil when the
 	// hub records none.
 	History *HistoryReader
+	// Fleet reads every hub's compliance for /fleet; nil without --fleet.
+	Fleet *FleetReader
 
 	pages *template.Template
 	log   logr.Logger
@@ -130,6 +132,8 @@ func (s *Server) Handler() (http.Handler, error) {
 	mux.HandleFunc("GET /clusters/{cluster}", s.clusterPage)
 	mux.HandleFunc("GET /api/charts/policies/{namespace}/{name}", s.policyChartAPI)
 	mux.HandleFunc("GET /api/charts/clusters/{cluster}", s.clusterChartAPI)
+	mux.HandleFunc("GET /fleet", s.fleetPage)
+	mux.HandleFunc("GET /api/fleet", s.fleetAPI)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	return s.guardHost(securityHeaders(mux)), nil
 }
