@@ -25,7 +25,7 @@ const cliIntro = "# The `kubectl canopy` reference\n\n" +
 	"| `status`, `explain`, `deps` | the hub: root policies, their replicas and PolicySets |\n" +
 	"| `plan`, `tree` | a managed cluster (`plan` also reads the hub for hub templates, with `--hub-kubeconfig` or `--hub-context`) |\n" +
 	"| `vet` | only the files it is given |\n" +
-	"| `history` | the hub's dashboard API (`/api/history`), never the database |\n\n" +
+	"| `history`, `status --fleet` | the hub's dashboard API (`/api/history`, `/api/fleet`), never the database |\n\n" +
 	"No command writes to a cluster. The cluster is chosen as kubectl chooses\n" +
 	"it: `--kubeconfig`, else `$KUBECONFIG`, else `~/.kube/config`, else the\n" +
 	"in-cluster configuration; `--context` picks the context and `-n` the\n" +
