@@ -33,6 +33,10 @@ const ControllerName = "history"
 // DefaultHubName is the hub name recorded when none is given.
 const DefaultHubName = "hub"
 
+// DeploymentName is the name of the hub's Deployment in deploy/hub, the
+// one the hub's RBAC lets it set ConditionHistoryRecording on.
+const DeploymentName = "canopy-hub"
+
 // pruneInterval is how often retention runs; pruneRetry how soon it runs
 // again after it failed.
 const (
