@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -9,10 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/canopy-policy/canopy/internal/test/cmdtest"
 	"github.com/canopy-policy/canopy/internal/test/controlplane"
+	"github.com/canopy-policy/canopy/pkg/hub"
 	hubhistory "github.com/canopy-policy/canopy/pkg/hub/history"
 )
 
@@ -38,8 +39,8 @@ func TestHubDeployment(t *testing.T) {
 // RBAC generated from the markers and never quoting the URL.
 func TestRunBadHistoryDatabase(t *testing.T) {
 	g := NewWithT(t)
-	hub := controlplane.ForTest(t, "hub")
-	kubeconfig, err := hub.KubeconfigAs(t.Context(), t.TempDir(), "canopy-hub", "deploy/hub/rbac/role.yaml")
+	cp := controlplane.ForTest(t, "hub")
+	kubeconfig, err := cp.KubeconfigAs(t.Context(), t.TempDir(), "canopy-hub", "deploy/hub/rbac/role.yaml")
 	g.Expect(err).NotTo(HaveOccurred())
 	labels := map[string]string{"app": "canopy-hub"}
 	deployment := &appsv1.Deployment{
@@ -52,21 +53,29 @@ func TestRunBadHistoryDatabase(t *testing.T) {
 			},
 		},
 	}
-	g.Expect(hub.Client.Create(t.Context(), deployment)).To(Succeed())
+	g.Expect(cp.Client.Create(t.Context(), deployment)).To(Succeed())
 
 	opts, err := parseFlags([]string{
 		"--kubeconfig", kubeconfig,
 		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", cmdtest.FreeAddress(t),
 		"--addon-manager=false",
 		"--history-database", "postgres://canopy:s3cret@db:notaport/history",
 		"--hub-deployment", "default/" + hubhistory.DeploymentName,
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	stop := cmdtest.RunUntilReady(t, opts.serving.HealthAddress, func(ctx context.Context) error { return run(ctx, opts) })
-	expectControllersRun(t, hub.Client)
+	// Note: the hub's manager as run builds it, without the probes and
+	// leader election: run registers controller names process-wide, and
+	// TestRun runs it.
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	g.Expect(err).NotTo(HaveOccurred())
+	opts.hub.HubDeployment = hubDeployment(opts.hubDeployment, "")
+	stop, err := controlplane.StartManager(cfg, hub.ManagerOptions(opts.hub), func(mgr ctrl.Manager) error {
+		return hub.Setup(t.Context(), mgr, opts.hub)
+	})
+	g.Expect(err).NotTo(HaveOccurred(), "a bad history database does not stop the hub")
+	expectControllersRun(t, cp.Client)
 	g.Eventually(func(g Gomega) {
-		g.Expect(hub.Client.Get(t.Context(), client.ObjectKeyFromObject(deployment), deployment)).To(Succeed())
+		g.Expect(cp.Client.Get(t.Context(), client.ObjectKeyFromObject(deployment), deployment)).To(Succeed())
 		g.Expect(deployment.Status.Conditions).To(ContainElement(And(
 			HaveField("Type", appsv1.DeploymentConditionType(hubhistory.ConditionHistoryRecording)),
 			HaveField("Status", corev1.ConditionFalse),
@@ -75,7 +84,7 @@ func TestRunBadHistoryDatabase(t *testing.T) {
 	}).Should(Succeed())
 	g.Eventually(func() ([]string, error) {
 		list := &corev1.EventList{}
-		if err := hub.Client.List(t.Context(), list, client.InNamespace("default")); err != nil {
+		if err := cp.Client.List(t.Context(), list, client.InNamespace("default")); err != nil {
 			return nil, err
 		}
 		var reasons []string
@@ -86,5 +95,5 @@ func TestRunBadHistoryDatabase(t *testing.T) {
 		}
 		return reasons, nil
 	}).Should(ConsistOf("Warning " + hubhistory.ReasonInvalidDatabaseURL))
-	stop()
+	g.Expect(stop()).To(Succeed())
 }
