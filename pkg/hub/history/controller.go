@@ -79,8 +79,9 @@ type Recorder struct {
 	health    *health
 	retry     chan event.GenericEvent
 
-	loadMu sync.Mutex  // serialises loading what is stored
-	loaded atomic.Bool // whether latest holds what the store held at start
+	loadMu  sync.Mutex  // serialises loading what is stored
+	loaded  atomic.Bool // whether latest holds what the store held at start
+	waiting atomic.Bool // whether the last write failed: replicas wait for the probe
 
 	mu      sync.Mutex
 	latest  map[types.NamespacedName]map[string]time.Time // newest event stored per replica and template
@@ -191,6 +192,7 @@ func (r *Recorder) probe(ctx context.Context) {
 			r.restall(stalled)
 			continue
 		}
+		r.waiting.Store(false)
 		for _, key := range stalled {
 			p := &policyv1.Policy{}
 			p.Namespace, p.Name = key.Namespace, key.Name
@@ -205,8 +207,9 @@ func (r *Recorder) probe(ctx context.Context) {
 
 // Reconcile stores the transitions of one replica's history that are not
 // stored yet. It reads the replica only when it changed since it was last
-// read; when the database fails, the replica waits for the probe with what
-// was read, so that a replica deleted meanwhile is still recorded.
+// read; while the database fails, the replica waits for the probe with
+// what was read, so that a replica deleted meanwhile is still recorded,
+// and no reconcile waits on the database.
 func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	key := req.NamespacedName
 	if seen, ok := r.unread(key); ok {
@@ -214,11 +217,16 @@ func (r *Recorder) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			return ctrl.Result{}, err
 		}
 	}
+	if r.waiting.Load() { // the probe queues it again when the database answers
+		r.stall(key)
+		return ctrl.Result{}, nil
+	}
 	if err := r.flush(ctx, key); err != nil {
 		if ctx.Err() != nil {
 			return ctrl.Result{}, nil // stopping; the next leader reads it again
 		}
 		ctrl.LoggerFrom(ctx).V(4).Info("Replica waits for the history database", "replica", key, "error", err.Error())
+		r.waiting.Store(true)
 		r.stall(key)
 	}
 	return ctrl.Result{}, nil

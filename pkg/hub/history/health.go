@@ -102,14 +102,6 @@ func (h *health) stateLocked() healthState {
 	return healthState{OK: true, Reason: ReasonRecording, Message: h.recording}
 }
 
-// down reports whether the database is failing to open or to write: the
-// state in which the recorder stops trying per replica and probes instead.
-func (h *health) down() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.failed[opOpen] != nil || h.failed[opWrite] != nil || h.failed[opRead] != nil
-}
-
 // maxMessage bounds a condition's message.
 const maxMessage = 1024
 

@@ -12,8 +12,20 @@ import (
 // maxBatch bounds the transitions of one write.
 const maxBatch = 2000
 
-// openTimeout bounds one attempt to open the database.
-const openTimeout = 10 * time.Second
+// openTimeout bounds one attempt to open the database; reopenAfter is how
+// long a failed attempt answers for the next ones, so that callers do not
+// queue behind one attempt after another.
+const (
+	openTimeout = 10 * time.Second
+	reopenAfter = 2 * time.Second
+)
+
+// writeTimeout bounds one batch's write; readTimeout reading what is
+// stored of every replica, and retention.
+const (
+	writeTimeout = time.Minute
+	readTimeout  = 5 * time.Minute
+)
 
 // request is one replica's transitions and gaps, waiting to be written.
 type request struct {
@@ -31,8 +43,10 @@ type writer struct {
 	queue  chan request
 	health *health
 
-	mu    sync.Mutex
-	store history.Store
+	mu       sync.Mutex
+	store    history.Store
+	openErr  error     // the last failed attempt to open
+	openedAt time.Time // when it was made
 }
 
 func newWriter(url string, h *health) *writer {
@@ -46,15 +60,19 @@ func (w *writer) open(ctx context.Context) (history.Store, error) {
 	if w.store != nil {
 		return w.store, nil
 	}
+	if w.openErr != nil && time.Since(w.openedAt) < reopenAfter {
+		return nil, w.openErr
+	}
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	s, err := history.Open(ctx, w.url)
 	w.health.set(opOpen, err)
 	if err != nil {
 		storeErrors.WithLabelValues(opOpen.String()).Inc()
-		return nil, fmt.Errorf("opening the history database: %w", err)
+		w.openErr, w.openedAt = fmt.Errorf("opening the history database: %w", err), time.Now()
+		return nil, w.openErr
 	}
-	w.store = s
+	w.store, w.openErr = s, nil
 	return s, nil
 }
 
@@ -121,7 +139,9 @@ func (w *writer) flush(ctx context.Context, batch []request) error {
 		transitions = append(transitions, req.transitions...)
 		gaps = append(gaps, req.gaps...)
 	}
-	res, err := store.Write(ctx, transitions, gaps)
+	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	res, err := store.Write(wctx, transitions, gaps)
 	if ctx.Err() != nil {
 		return ctx.Err() // the hub is stopping: not the database's fault
 	}
@@ -141,7 +161,9 @@ func (w *writer) prune(ctx context.Context, cutoff time.Time) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := store.Prune(ctx, cutoff)
+	pctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	n, err := store.Prune(pctx, cutoff)
 	if ctx.Err() != nil {
 		return 0, ctx.Err()
 	}
@@ -159,7 +181,9 @@ func (w *writer) latestAll(ctx context.Context, hub string) (map[history.Replica
 	if err != nil {
 		return nil, err
 	}
-	latest, err := store.LatestAll(ctx, hub)
+	rctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	latest, err := store.LatestAll(rctx, hub)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
