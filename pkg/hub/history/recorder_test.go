@@ -190,3 +190,57 @@ func TestBadURL(t *testing.T) {
 	g.Expect(c.Message).NotTo(ContainSubstring("s3cret"))
 	g.Expect(c.Message).To(ContainSubstring("--history-database is not a valid PostgreSQL URL"))
 }
+
+// TestRetention: a starting recorder deletes what is older than its
+// retention (on PostgreSQL by dropping the day's partition) and keeps the
+// rest.
+func TestRetention(t *testing.T) {
+	for name, database := range databases() {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			url := database(t).url
+			now := time.Now().UTC().Truncate(time.Second) // PostgreSQL keeps microseconds
+			old := history.Transition{Hub: "hub-a", Cluster: "c1", Policy: history.Policy{Namespace: "policies", Name: "p"},
+				Template: "cfg", State: "NonCompliant", Message: "old", At: now.Add(-72 * time.Hour)}
+			recent := old
+			recent.State, recent.Message, recent.At = "Compliant", "recent", now.Add(-time.Hour)
+			s, err := history.Open(t.Context(), url)
+			g.Expect(err).NotTo(HaveOccurred())
+			_, err = s.Write(t.Context(), []history.Transition{old, recent}, nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(s.Close()).To(Succeed())
+
+			runRecorder(t, url, "hub-a", recorderOptions{retention: 48 * time.Hour})
+			g.Eventually(func() ([]history.Transition, error) {
+				s, err := history.Open(t.Context(), url)
+				if err != nil {
+					return nil, err
+				}
+				defer s.Close()
+				res, err := s.Query(t.Context(), history.Query{})
+				return res.Transitions, err
+			}).Should(Equal([]history.Transition{recent}))
+			if name == "postgres" {
+				g.Expect(partitions(t, url)).To(Equal([]string{"canopy_history_transitions_p" + recent.At.Format("20060102")}),
+					"the old day's partition is dropped")
+			}
+		})
+	}
+}
+
+// partitions lists the daily partitions of the transitions table at url.
+func partitions(t *testing.T, url string) []string {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	rows, _ := conn.Query(t.Context(), `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		JOIN pg_class p ON p.oid = i.inhparent WHERE p.relname = 'canopy_history_transitions' ORDER BY 1`)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}

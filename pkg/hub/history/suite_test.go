@@ -97,6 +97,8 @@ func databases() map[string]func(t *testing.T) database {
 type recorderOptions struct {
 	// deployment is the hub Deployment that carries the condition.
 	deployment types.NamespacedName
+	// retention is the recorder's Retention.
+	retention time.Duration
 }
 
 // runRecorder runs a recorder of hubName writing to url, as the hub
@@ -108,7 +110,7 @@ func runRecorder(t *testing.T, url, hubName string, opts ...recorderOptions) (st
 	mo := hub.ManagerOptions(hub.Options{})
 	rec := &hubhistory.Recorder{Database: url, HubName: hubName}
 	for _, o := range opts {
-		rec.Deployment = o.deployment
+		rec.Deployment, rec.Retention = o.deployment, o.retention
 	}
 	stopMgr, err := controlplane.StartManager(cp.Config, manager.Options{Scheme: mo.Scheme, Cache: mo.Cache}, func(mgr ctrl.Manager) error {
 		return rec.SetupWithManager(t.Context(), mgr)
