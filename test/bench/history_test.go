@@ -160,6 +160,7 @@ func (h *historyBench) record(ctx context.Context, b testing.TB) row {
 			{Name: "rows", Value: float64(rows)},
 			{Name: "gaps", Value: float64(gaps)},
 			{Name: "status writes", Value: writers, Unit: "s"},
+			{Name: "stored after the last write", Value: stored - writers, Unit: "s"},
 			{Name: "hub peak RSS", Value: h.hub.peakRSS(), Unit: "MiB"},
 		},
 	}
