@@ -30,45 +30,48 @@ import (
 const historyBatch = 2000
 
 // historyBench is one history stage run: the hub stage's replicas, and
-// canopy-hub recording to one database.
+// canopy-hub recording first to SQLite, then to PostgreSQL.
 type historyBench struct {
 	*hubBench
-	kind string // "sqlite" or "postgres"
-	url  string // the hub's --history-database
-	pg   *postgres.Server
-	at   time.Time // the agents' timestamp of the status change
+	kind    string // the database the hub records to: "sqlite" or "postgres"
+	url     string // the hub's --history-database
+	pg      *postgres.Server
+	changes []time.Time // the agents' timestamps of the status changes so far, oldest first
 }
 
 // BenchmarkHistory writes one compliance change to each of the hub stage's
 // 50,000 replicas, as agents would, and measures the time until every
-// transition is in the history store, on SQLite and on PostgreSQL, beside
-// the same rows written to the same table by a plain batched insert
-// (SQLite) or a plain COPY (PostgreSQL).
+// transition is in the history store: on SQLite; then, after canopy-hub
+// restarts on an empty PostgreSQL, the time until it has caught up with
+// what the replicas' histories hold; then one more change each, on
+// PostgreSQL. Each change's ceiling is the same rows written to the same
+// table by a plain batched insert (SQLite) or one COPY (PostgreSQL).
 func BenchmarkHistory(b *testing.B) {
 	ctx := b.Context()
 	for b.Loop() {
-		for _, kind := range []string{"sqlite", "postgres"} {
-			h := startHistoryBench(ctx, b, kind)
-			r := h.record(ctx, b)
-			h.hub.stop()
-			results.add(r)
-		}
+		h := startHistoryBench(ctx, b)
+		results.add(h.record(ctx, b))
+		results.add(h.switchToPostgres(ctx, b))
+		results.add(h.record(ctx, b))
+		h.hub.stop()
 	}
 }
 
 // startHistoryBench starts a hub API server, seeds the hub stage's
-// clusters and placements, starts canopy-hub recording to a new database
-// of kind, and propagates the roots.
-func startHistoryBench(ctx context.Context, b testing.TB, kind string) *historyBench {
+// clusters and placements, starts canopy-hub recording to a new SQLite
+// database, and propagates the roots.
+func startHistoryBench(ctx context.Context, b testing.TB) *historyBench {
 	b.Helper()
-	h := &historyBench{kind: kind, hubBench: startHubAPIServer(ctx, b)}
-	switch kind {
-	case "postgres":
-		h.pg = postgres.Start(b)
-		h.url = h.pg.URL()
-	default:
-		h.url = filepath.Join(b.TempDir(), "history.db")
-	}
+	h := &historyBench{hubBench: startHubAPIServer(ctx, b), kind: "sqlite"}
+	h.url = filepath.Join(b.TempDir(), "history.db")
+	h.startHub(ctx, b)
+	h.propagate(ctx, b)
+	return h
+}
+
+// startHub starts canopy-hub recording to h.url and waits for its metrics.
+func (h *historyBench) startHub(ctx context.Context, b testing.TB) {
+	b.Helper()
 	var err error
 	h.hub, err = newProcess("canopy-hub", b.TempDir(), "--kubeconfig="+h.cp.KubeconfigPath, "--addon-manager=false",
 		"--history-database="+h.url, "--hub-name=bench")
@@ -85,8 +88,49 @@ func startHistoryBench(ctx context.Context, b testing.TB, kind string) *historyB
 	}); err != nil {
 		b.Fatal(err)
 	}
-	h.propagate(ctx, b)
-	return h
+}
+
+// switchToPostgres restarts canopy-hub on an empty PostgreSQL and measures
+// the time from its start until it has stored what every replica's
+// history holds: one transition per replica per change so far.
+func (h *historyBench) switchToPostgres(ctx context.Context, b testing.TB) row {
+	b.Helper()
+	h.hub.stop()
+	h.kind, h.pg = "postgres", postgres.Start(b)
+	h.url = h.pg.URL()
+	replicas := len(h.clusters) * len(h.policies)
+	want := replicas * len(h.changes)
+	start := time.Now()
+	h.startHub(ctx, b)
+	if err := waitFor(ctx, "the history caught up", 250*time.Millisecond, func(ctx context.Context) (bool, error) {
+		n, _, err := h.written(ctx)
+		return n >= float64(want), err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	caughtUp := since(start)
+	rows, gaps, err := countStored(ctx, h.url, time.Time{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("history (postgres): caught up with %d transitions in %.1f s after the hub started", rows, caughtUp)
+	return row{
+		Stage:   "history (postgres): hub started, every replica's history stored (catch-up)",
+		Scale:   h.scaleText(),
+		Units:   float64(replicas),
+		Unit:    "replicas",
+		Seconds: caughtUp,
+		Extra: []metric{
+			{Name: "rows", Value: float64(rows)},
+			{Name: "gaps", Value: float64(gaps)},
+			{Name: "hub peak RSS", Value: h.hub.peakRSS(), Unit: "MiB"},
+		},
+	}
+}
+
+// scaleText says what the stage measured.
+func (h *historyBench) scaleText() string {
+	return fmt.Sprintf("%d clusters × %d policies, one change each", len(h.clusters), len(h.policies))
 }
 
 // startHubAPIServer is startHubBench without canopy-hub.
@@ -113,7 +157,7 @@ func startHubAPIServer(ctx context.Context, b testing.TB) *hubBench {
 	return h
 }
 
-// record writes one compliance event to every replica's history and
+// record writes one more compliance event to every replica's history and
 // measures the time until the store holds every one of them; its ceiling
 // is the same rows written to a fresh database by a plain client.
 func (h *historyBench) record(ctx context.Context, b testing.TB) row {
@@ -123,7 +167,11 @@ func (h *historyBench) record(ctx context.Context, b testing.TB) row {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h.at = time.Now().UTC().Truncate(time.Second)
+	at := time.Now().UTC().Truncate(time.Second)
+	if n := len(h.changes); n > 0 && !at.After(h.changes[n-1]) {
+		at = h.changes[n-1].Add(time.Second) // status history keeps seconds
+	}
+	h.changes = append(h.changes, at)
 	start := time.Now()
 	profileDuring(ctx, b, h.hub, 30*time.Second, "hub-history-"+h.kind)
 	if err := parallel(ctx, replicas, agentWriters, func(ctx context.Context, i int) error {
@@ -139,19 +187,19 @@ func (h *historyBench) record(ctx context.Context, b testing.TB) row {
 		b.Fatal(err)
 	}
 	stored := since(start)
-	rows, gaps, err := countStored(ctx, h.url)
+	rows, gaps, err := countStored(ctx, h.url, at)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ceil, err := h.ceiling(ctx, b, replicas)
+	ceil, err := h.ceiling(ctx, b, replicas, at)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("history (%s): %d transitions stored in %.1f s (status writes %.1f s); plain client %.1f s", h.kind, rows, stored, writers, ceil)
+	b.Logf("history (%s): %d transitions stored in %.1f s (status writes %.1f s); plain client %.2f s", h.kind, rows, stored, writers, ceil)
 	ceilingName := map[string]string{"sqlite": "batched insert", "postgres": "COPY"}[h.kind]
 	return row{
 		Stage:          fmt.Sprintf("history (%s): replica status → transitions stored, ceiling a plain %s", h.kind, ceilingName),
-		Scale:          fmt.Sprintf("%d clusters × %d policies, one change each", len(h.clusters), len(h.policies)),
+		Scale:          h.scaleText(),
 		Units:          float64(replicas),
 		Unit:           "replicas",
 		Seconds:        stored,
@@ -174,31 +222,46 @@ func (h *historyBench) replica(i int) *policyv1.Policy {
 	return p
 }
 
-// statusPatch is the status an agent reports on replica i after its one
-// template turned Compliant: the compliance and one history event.
+// statusPatch is the status an agent reports on replica i after each
+// change so far: its one template's compliance and history, newest first.
 func (h *historyBench) statusPatch(i int) []byte {
 	template := h.policies[i%len(h.policies)]
+	var events []any
+	for k := len(h.changes) - 1; k >= 0; k-- {
+		events = append(events, map[string]any{
+			"lastTimestamp": h.changes[k].Format(time.RFC3339),
+			"message":       h.message(k),
+			"eventName":     fmt.Sprintf("%s.%d.%d", template, i, k),
+		})
+	}
+	state := []string{"Compliant", "NonCompliant"}[(len(h.changes)-1)%2]
 	data, _ := json.Marshal(map[string]any{"status": map[string]any{ //nolint:errchkjson // plain maps of strings
-		"compliant": "Compliant",
+		"compliant": state,
 		"details": []any{map[string]any{
 			"templateMeta": map[string]any{"name": template},
-			"compliant":    "Compliant",
-			"history": []any{map[string]any{
-				"lastTimestamp": h.at.Format(time.RFC3339),
-				"message":       "Compliant; notification - namespaces [default] found as specified",
-				"eventName":     fmt.Sprintf("%s.%d", template, i),
-			}},
+			"compliant":    state,
+			"history":      events,
 		}},
 	}})
 	return data
 }
 
-// transition is the row the recorder stores for replica i.
-func (h *historyBench) transition(i int) history.Transition {
+// message is the compliance message of change k: Compliant and
+// NonCompliant in turn.
+func (h *historyBench) message(k int) string {
+	if k%2 == 1 {
+		return "NonCompliant; violation - namespaces [default] not found"
+	}
+	return "Compliant; notification - namespaces [default] found as specified"
+}
+
+// transition is the row the recorder stores for change k of replica i.
+func (h *historyBench) transition(i, k int) history.Transition {
+	state, message, _ := strings.Cut(h.message(k), "; ")
 	return history.Transition{
 		Hub: "bench", Cluster: h.clusters[i/len(h.policies)], Template: h.policies[i%len(h.policies)],
 		Policy: history.Policy{Namespace: policyNamespace, Name: h.policies[i%len(h.policies)]},
-		State:  "Compliant", Message: "notification - namespaces [default] found as specified", At: h.at,
+		State:  state, Message: message, At: h.changes[k],
 	}
 }
 
@@ -231,11 +294,11 @@ func (h *historyBench) written(ctx context.Context) (rows, gaps float64, _ error
 // kind, in the table the store creates: one COPY (PostgreSQL), or
 // prepared INSERTs in transactions of historyBatch rows (SQLite). The
 // rows are built before the clock starts.
-func (h *historyBench) ceiling(ctx context.Context, b testing.TB, n int) (float64, error) {
+func (h *historyBench) ceiling(ctx context.Context, b testing.TB, n int, at time.Time) (float64, error) {
 	b.Helper()
 	url := filepath.Join(b.TempDir(), "ceiling.db")
 	if h.kind == "postgres" {
-		url = h.pg.CreateDatabase("ceiling")
+		url = h.pg.CreateDatabase(fmt.Sprintf("ceiling%d", len(h.changes)))
 	}
 	s, err := history.Open(ctx, url)
 	if err != nil {
@@ -243,7 +306,7 @@ func (h *historyBench) ceiling(ctx context.Context, b testing.TB, n int) (float6
 	}
 	// Note: the day's partition exists before the clock starts, as it
 	// did for the hub.
-	if _, err := s.Write(ctx, []history.Transition{{Hub: "ceiling", At: h.at}}, nil); err != nil {
+	if _, err := s.Write(ctx, []history.Transition{{Hub: "ceiling", At: at}}, nil); err != nil {
 		return 0, fmt.Errorf("preparing the ceiling's database: %w", err)
 	}
 	if err := s.Close(); err != nil {
@@ -252,7 +315,7 @@ func (h *historyBench) ceiling(ctx context.Context, b testing.TB, n int) (float6
 	rows := make([][]any, n)
 	now := time.Now()
 	for i := range rows {
-		t := h.transition(i)
+		t := h.transition(i, len(h.changes)-1)
 		rows[i] = []any{t.Key(), t.Hub, t.Cluster, t.Policy.Namespace, t.Policy.Name, t.Template, t.State, t.Message, t.At, now}
 	}
 	if h.kind == "postgres" {
@@ -322,42 +385,40 @@ func insertBatch(ctx context.Context, db *sql.DB, insert string, rows [][]any) e
 }
 
 // countStored counts the transitions and gaps of hub "bench" in the store
-// at url.
-func countStored(ctx context.Context, url string) (rows, gaps int, _ error) {
+// at url, since a time.
+func countStored(ctx context.Context, url string, since time.Time) (rows, gaps int, _ error) {
 	s, err := history.Open(ctx, url)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer func() { _ = s.Close() }() // Note: read only
-	res, err := s.Query(ctx, history.Query{Hub: "bench"})
+	res, err := s.Query(ctx, history.Query{Hub: "bench", Since: since})
 	if err != nil {
 		return 0, 0, err
 	}
 	return len(res.Transitions), len(res.Gaps), nil
 }
 
-// TestHistoryCounts runs the history stage at a small scale on both
-// databases and checks what does not depend on the machine: every status
-// change is one transition in the store, and no gap.
+// TestHistoryCounts runs the history stage at a small scale and checks
+// what does not depend on the machine: every status change is one
+// transition in the store, on SQLite, after a restart on PostgreSQL, and
+// on PostgreSQL; and no gap.
 func TestHistoryCounts(t *testing.T) {
 	useCurrentBinaries(t)
 	scaleOverride = countScale
 	t.Cleanup(func() { scaleOverride = 0 })
-	for _, kind := range []string{"sqlite", "postgres"} {
-		t.Run(kind, func(t *testing.T) {
-			ctx := t.Context()
-			h := startHistoryBench(ctx, t, kind)
-			r := h.record(ctx, t)
-			replicas := float64(len(h.clusters) * len(h.policies))
-			expectCount(t, r, "rows", replicas)
-			expectCount(t, r, "gaps", 0)
-			_, gaps, err := h.written(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if gaps != 0 {
-				t.Errorf("canopy_history_gaps_total is %g, want 0", gaps)
-			}
-		})
+	ctx := t.Context()
+	h := startHistoryBench(ctx, t)
+	replicas := float64(len(h.clusters) * len(h.policies))
+	for _, r := range []row{h.record(ctx, t), h.switchToPostgres(ctx, t), h.record(ctx, t)} {
+		expectCount(t, r, "rows", replicas)
+		expectCount(t, r, "gaps", 0)
+	}
+	_, gaps, err := h.written(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gaps != 0 {
+		t.Errorf("canopy_history_gaps_total is %g, want 0", gaps)
 	}
 }
