@@ -1,6 +1,10 @@
 package history_test
 
 import (
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -243,4 +247,43 @@ func partitions(t *testing.T, url string) []string {
 		t.Fatal(err)
 	}
 	return names
+}
+
+// TestDiskFull: the SQLite file cannot grow (a file size limit on the
+// process, which the filesystem enforces as it would a full disk); the
+// hub's Deployment says so, and once the file can grow again every change
+// is stored and the condition turns True.
+func TestDiskFull(t *testing.T) {
+	g := NewWithT(t)
+	url := filepath.Join(t.TempDir(), "history.db")
+	deployment := hubDeployment(t)
+	a := newReplica(t, "disk-full")
+	a.report(2)
+	runRecorder(t, url, "hub-a", recorderOptions{deployment: deployment})
+	g.Eventually(stored(t, url, a)).Should(WithTransform(transitions, Equal(a.want("hub-a", 0, 2))))
+	g.Eventually(recording(t, deployment)).Should(HaveField("Status", corev1.ConditionTrue))
+
+	var limit syscall.Rlimit
+	g.Expect(syscall.Getrlimit(syscall.RLIMIT_FSIZE, &limit)).To(Succeed())
+	restore := sync.OnceFunc(func() { g.Expect(syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limit)).To(Succeed()) })
+	t.Cleanup(restore)
+	var size int64
+	for _, f := range []string{url, url + "-wal"} {
+		if fi, err := os.Stat(f); err == nil {
+			size = max(size, fi.Size())
+		}
+	}
+	full := syscall.Rlimit{Cur: uint64(size) + 16<<10, Max: limit.Max}
+	g.Expect(syscall.Setrlimit(syscall.RLIMIT_FSIZE, &full)).To(Succeed())
+	a.pad = 40 << 10 // three events of 40 KiB do not fit
+	a.report(3)
+	g.Eventually(recording(t, deployment)).Should(And(
+		HaveField("Status", corev1.ConditionFalse), HaveField("Reason", hubhistory.ReasonDatabaseError),
+		HaveField("Message", ContainSubstring("write failed"))))
+	g.Eventually(eventReasons(t, deployment)).Should(Equal([]string{"Warning DatabaseError"}))
+
+	restore()
+	g.Eventually(stored(t, url, a)).Should(WithTransform(transitions, Equal(a.want("hub-a", 0, 5))))
+	g.Eventually(recording(t, deployment)).Should(HaveField("Status", corev1.ConditionTrue))
+	g.Eventually(eventReasons(t, deployment)).Should(Equal([]string{"Warning DatabaseError", "Normal Recording"}))
 }

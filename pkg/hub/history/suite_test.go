@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,6 +195,8 @@ type agent struct {
 	c       client.Client
 	replica *policyv1.Policy
 	events  int // how many events were reported in all
+	pad     int // how many bytes of padding the messages of the next events carry
+	padded  map[int]int
 }
 
 // newReplica creates the replica of root policies/<root> in a new cluster
@@ -236,9 +239,15 @@ func (a *agent) report(n int) {
 	for range n {
 		i := a.events
 		a.events++
+		if a.pad > 0 {
+			if a.padded == nil {
+				a.padded = map[int]int{}
+			}
+			a.padded[i] = a.pad
+		}
 		h = append([]policyv1.ComplianceHistory{{
 			LastTimestamp: metav1.NewTime(base.Add(time.Duration(i) * time.Minute)),
-			Message:       fmt.Sprintf("%s; event %d", state(i), i),
+			Message:       state(i) + "; " + a.message(i),
 			EventName:     fmt.Sprintf("cfg.%d", i),
 		}}, h...)
 	}
@@ -254,6 +263,11 @@ func (a *agent) report(n int) {
 	}
 }
 
+// message is the message of event i after its state.
+func (a *agent) message(i int) string {
+	return fmt.Sprintf("event %d", i) + strings.Repeat(".", a.padded[i])
+}
+
 // want returns the transitions of events [from, to) of a's replica.
 func (a *agent) want(hubName string, from, to int) []history.Transition {
 	var out []history.Transition
@@ -261,7 +275,7 @@ func (a *agent) want(hubName string, from, to int) []history.Transition {
 	for i := from; i < to; i++ {
 		out = append(out, history.Transition{
 			Hub: hubName, Cluster: a.replica.Namespace, Policy: history.Policy{Namespace: "policies", Name: root},
-			Template: "cfg", State: state(i), Message: fmt.Sprintf("event %d", i), At: base.Add(time.Duration(i) * time.Minute),
+			Template: "cfg", State: state(i), Message: a.message(i), At: base.Add(time.Duration(i) * time.Minute),
 		})
 	}
 	return out
