@@ -8,7 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -33,6 +35,7 @@ type options struct {
 	leaderElect             bool
 	leaderElectionNamespace string
 	hub                     hub.Options
+	hubDeployment           string
 	zap                     *zap.Options
 }
 
@@ -69,6 +72,8 @@ func parseFlags(args []string) (options, error) {
 		"This hub's name in the compliance history; give each hub writing to one PostgreSQL its own.")
 	fs.BoolVar(&opts.hub.Fleet, "fleet", false,
 		"Show in the dashboard (/fleet) the compliance of every cluster of every hub recording to the same PostgreSQL --history-database, grouped by hub, with each hub's data age.")
+	fs.StringVar(&opts.hubDeployment, "hub-deployment", hubhistory.DeploymentName,
+		"The hub's own Deployment, [namespace/]name (the namespace defaults to the pod's), on which the hub sets the HistoryRecording condition (and its Events) when compliance history cannot be recorded; none to set none.")
 	fs.Func(templating.DenylistFlag, templating.DenylistUsage, func(s string) error {
 		opts.hub.TemplateFuncDenylist = append(opts.hub.TemplateFuncDenylist, templating.ParseFuncList(s)...)
 		return nil
@@ -100,6 +105,7 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
+	opts.hub.HubDeployment = hubDeployment(opts.hubDeployment, podNamespace())
 	mgrOpts := hub.ManagerOptions(opts.hub)
 	mgrOpts.LeaderElection = opts.leaderElect
 	mgrOpts.LeaderElectionID = leaderElectionID
@@ -123,4 +129,29 @@ func run(ctx context.Context, opts options) error {
 		return fmt.Errorf("running manager: %w", err)
 	}
 	return nil
+}
+
+// serviceAccountNamespace is where a pod finds its own namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// podNamespace returns the namespace of the hub's pod, or "" outside a
+// cluster.
+func podNamespace() string {
+	data, err := os.ReadFile(serviceAccountNamespace)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// hubDeployment resolves --hub-deployment: "namespace/name", or a name in
+// the pod's namespace; none (or a name outside a pod) names no Deployment.
+func hubDeployment(flag, podNamespace string) types.NamespacedName {
+	if ns, name, ok := strings.Cut(flag, "/"); ok {
+		return types.NamespacedName{Namespace: ns, Name: name}
+	}
+	if flag == "" || flag == "none" || podNamespace == "" {
+		return types.NamespacedName{}
+	}
+	return types.NamespacedName{Namespace: podNamespace, Name: flag}
 }

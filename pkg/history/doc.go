@@ -11,5 +11,6 @@
 // Open, which refuses a database of another schema version. Writes are
 // idempotent by content: a row's Key hashes everything it says, and a row
 // already stored is skipped, so a hub restart or a leader change that reads
-// the same replica history again writes nothing twice.
+// the same replica history again writes nothing twice. LatestAll gives a
+// starting hub the newest event stored of every replica in one query.
 package history

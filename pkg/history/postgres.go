@@ -241,6 +241,27 @@ func (s *postgresStore) Latest(ctx context.Context, hub, cluster string, policy 
 	return out, nil
 }
 
+// LatestAll implements Store.
+func (s *postgresStore) LatestAll(ctx context.Context, hub string) (map[Replica]map[string]time.Time, error) {
+	rows, err := s.pool.Query(ctx, `SELECT cluster, policy_namespace, policy_name, template, MAX(at) FROM canopy_history_transitions
+		WHERE hub = $1 GROUP BY cluster, policy_namespace, policy_name, template`, hub)
+	if err != nil {
+		return nil, fmt.Errorf("reading the latest history of hub %s: %w", hub, err)
+	}
+	out := map[Replica]map[string]time.Time{}
+	var r Replica
+	var template string
+	var at time.Time
+	_, err = pgx.ForEachRow(rows, []any{&r.Cluster, &r.Policy.Namespace, &r.Policy.Name, &template, &at}, func() error {
+		addLatest(out, r, template, at.UTC())
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the latest history of hub %s: %w", hub, err)
+	}
+	return out, nil
+}
+
 // Query implements Store.
 func (s *postgresStore) Query(ctx context.Context, q Query) (Result, error) {
 	where, args := postgresWhere(q, "at")

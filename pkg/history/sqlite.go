@@ -170,6 +170,30 @@ func (s *sqliteStore) Latest(ctx context.Context, hub, cluster string, policy Po
 	return out, rows.Err()
 }
 
+// LatestAll implements Store.
+func (s *sqliteStore) LatestAll(ctx context.Context, hub string) (map[Replica]map[string]time.Time, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT cluster, policy_namespace, policy_name, template, MAX(at) FROM canopy_history_transitions
+		WHERE hub = ? GROUP BY cluster, policy_namespace, policy_name, template`, hub)
+	if err != nil {
+		return nil, fmt.Errorf("reading the latest history of hub %s: %w", hub, err)
+	}
+	defer func() { _ = rows.Close() }() // Note: rows.Err reports what matters
+	out := map[Replica]map[string]time.Time{}
+	for rows.Next() {
+		var r Replica
+		var template string
+		var at int64
+		if err := rows.Scan(&r.Cluster, &r.Policy.Namespace, &r.Policy.Name, &template, &at); err != nil {
+			return nil, fmt.Errorf("reading the latest history of hub %s: %w", hub, err)
+		}
+		addLatest(out, r, template, time.Unix(0, at).UTC())
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the latest history of hub %s: %w", hub, err)
+	}
+	return out, nil
+}
+
 // Query implements Store.
 func (s *sqliteStore) Query(ctx context.Context, q Query) (Result, error) {
 	where, args := sqliteWhere(q, "at")

@@ -36,6 +36,15 @@ type Policy struct {
 // String returns "<namespace>/<name>".
 func (p Policy) String() string { return p.Namespace + "/" + p.Name }
 
+// Replica names the replica of one root policy on one cluster, as the
+// history keys it.
+type Replica struct {
+	// Cluster is the managed cluster of the replica.
+	Cluster string
+	// Policy is the root policy the replica copies.
+	Policy Policy
+}
+
 // WriteResult says how much of a Write was new.
 type WriteResult struct {
 	// Transitions is how many transitions were not stored before.
@@ -126,6 +135,9 @@ type Store interface {
 	// Latest returns, per template, the agent timestamp of the newest
 	// transition stored for one hub, cluster and policy.
 	Latest(ctx context.Context, hub, cluster string, policy Policy) (map[string]time.Time, error)
+	// LatestAll returns Latest of every replica one hub recorded, in one
+	// query: what a starting hub reads instead of one query per replica.
+	LatestAll(ctx context.Context, hub string) (map[Replica]map[string]time.Time, error)
 	// Query returns the transitions and gaps q selects.
 	Query(ctx context.Context, q Query) (Result, error)
 	// Prune deletes what ended before cutoff (on PostgreSQL: whole
@@ -177,4 +189,12 @@ func checkVersion(found int) error {
 func day(t time.Time) time.Time {
 	t = t.UTC()
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// addLatest sets the newest event at of template of replica r in latest.
+func addLatest(latest map[Replica]map[string]time.Time, r Replica, template string, at time.Time) {
+	if latest[r] == nil {
+		latest[r] = map[string]time.Time{}
+	}
+	latest[r][template] = at
 }

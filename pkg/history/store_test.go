@@ -75,6 +75,16 @@ func TestStore(t *testing.T) {
 			latest, err := s.Latest(ctx, "hub-a", "c1", p1)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(latest).To(Equal(map[string]time.Time{"cfg": t0.Add(3 * time.Minute)}))
+			all, err := s.LatestAll(ctx, "hub-a")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(all).To(Equal(map[history.Replica]map[string]time.Time{
+				{Cluster: "c1", Policy: p1}: {"cfg": t0.Add(3 * time.Minute)},
+				{Cluster: "c2", Policy: p1}: {"cfg": t0.Add(25 * time.Hour)},
+				{Cluster: "c1", Policy: p2}: {"cfg": t0.Add(2 * time.Minute)},
+			}), "LatestAll is Latest of every replica, in one query")
+			all, err = s.LatestAll(ctx, "hub-b")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(all).To(BeEmpty(), "another hub's")
 
 			gap := history.Gap{Hub: "hub-a", Cluster: "c2", Policy: p1, Template: "cfg", From: t0, To: t0.Add(25 * time.Hour)}
 			n, err = s.Write(ctx, nil, []history.Gap{gap, gap})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,6 +56,9 @@ type Options struct {
 	// Fleet makes the dashboard show every hub recording to the same
 	// PostgreSQL HistoryDatabase (/fleet, /api/fleet); see dashboard.CheckFleet.
 	Fleet bool
+	// HubDeployment is the hub's own Deployment, on which the history
+	// recorder sets its HistoryRecording condition; empty means none.
+	HubDeployment types.NamespacedName
 	// TemplateFuncDenylist are the template functions hub templates are
 	// denied, besides those the template library always denies (OCM's
 	// --template-function-denylist).
@@ -128,7 +132,9 @@ func controllers(mgr ctrl.Manager, opts Options) []controller {
 		list = append(list, &addon.Manager{Options: opts.Agent})
 	}
 	if !history.Disabled(opts.HistoryDatabase) {
-		list = append(list, &hubhistory.Recorder{Database: opts.HistoryDatabase, HubName: opts.HubName, Retention: opts.HistoryRetention})
+		list = append(list, &hubhistory.Recorder{
+			Database: opts.HistoryDatabase, HubName: opts.HubName, Retention: opts.HistoryRetention, Deployment: opts.HubDeployment,
+		})
 	}
 	if opts.DashboardAddress != "" {
 		d := &dashboard.Server{Address: opts.DashboardAddress, RefreshInterval: opts.DashboardRefresh}

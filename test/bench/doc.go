@@ -32,6 +32,14 @@
 //     last group's replicas having it, beside the sum over the groups of a
 //     plain client updating the group's replicas (the propagator's
 //     concurrency) and then writing their reports (the agents').
+//   - history: the hub stage's 50,000 replicas, each given one compliance
+//     event (as agents report it) while canopy-hub records history to
+//     embedded SQLite; then canopy-hub restarted on an empty PostgreSQL
+//     (time until it has stored what the replicas' histories hold), and
+//     one more event each. Time until every transition is in the store,
+//     beside the same rows written to the same table by a plain batched
+//     insert (SQLite) or one COPY (PostgreSQL), and the hub's peak RSS
+//     with the store on.
 //   - agent: 2,000 ConfigurationPolicies in 500 dependency chains of depth
 //     4; the latency from a dependency turning Compliant to the dependant's
 //     template existing and evaluated (p50, p99), and the agent's RSS and

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"slices"
 	"time"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
@@ -87,4 +88,40 @@ func newest(latest map[string]time.Time, transitions []history.Transition) map[s
 		}
 	}
 	return out
+}
+
+// merge returns a with the transitions of b it does not hold appended.
+func merge(a, b []history.Transition) []history.Transition {
+	if len(a) == 0 {
+		return b
+	}
+	seen := make(map[history.Transition]bool, len(a))
+	for _, t := range a {
+		seen[t] = true
+	}
+	for _, t := range b {
+		if !seen[t] {
+			a = append(a, t)
+		}
+	}
+	return a
+}
+
+// deletionGaps returns, for a replica that changed after the hub last read
+// it and was deleted before the hub read it again, a gap per template it
+// knows of (latest: the newest event known per template), from that event
+// to when the deletion was seen: what happened in between cannot be known.
+func deletionGaps(hub, cluster string, policy history.Policy, latest map[string]time.Time, deleted time.Time) []history.Gap {
+	templates := make([]string, 0, len(latest))
+	for template := range latest {
+		templates = append(templates, template)
+	}
+	slices.Sort(templates)
+	var gaps []history.Gap
+	for _, template := range templates {
+		if from := latest[template]; from.Before(deleted) {
+			gaps = append(gaps, history.Gap{Hub: hub, Cluster: cluster, Policy: policy, Template: template, From: from, To: deleted.UTC()})
+		}
+	}
+	return gaps
 }

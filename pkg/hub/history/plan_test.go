@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/history"
@@ -60,6 +61,59 @@ func TestPlan(t *testing.T) {
 			})
 			g.Expect(transitions).To(Equal(tc.transitions))
 			g.Expect(gaps).To(Equal(tc.gaps))
+		})
+	}
+}
+
+// TestPendingDeleted checks what the recorder stores of a replica deleted
+// before what it read of it was stored: what it read, and a gap from the
+// newest event known to the deletion when the replica changed after that
+// read.
+func TestPendingDeleted(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	key := types.NamespacedName{Namespace: "c", Name: "ns.p"}
+	p := history.Policy{Namespace: "ns", Name: "p"}
+	read := planInput{Hub: "h", Cluster: "c", Policy: p, Created: t0, Details: []policyv1.DetailsPerTemplate{{
+		TemplateMeta: metav1.ObjectMeta{Name: "cfg"},
+		History:      []policyv1.ComplianceHistory{{LastTimestamp: metav1.NewTime(t0.Add(time.Minute)), Message: "Compliant; ok"}},
+	}}}
+	tr := history.Transition{Hub: "h", Cluster: "c", Policy: p, Template: "cfg", State: "Compliant", Message: "ok", At: t0.Add(time.Minute)}
+	for _, tc := range []struct {
+		name        string
+		changeAfter bool // the replica changed after the read
+		gaps        int
+	}{
+		{name: "read, then deleted: what was read, no gap"},
+		{name: "read, changed, then deleted: what was read and a gap", changeAfter: true, gaps: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			r := &Recorder{HubName: "h", latest: map[types.NamespacedName]map[string]time.Time{},
+				pending: map[types.NamespacedName]*pendingReplica{}, stalled: map[types.NamespacedName]bool{}}
+			r.loaded.Store(true)
+			r.changed(key)
+			seen, ok := r.unread(key)
+			g.Expect(ok).To(BeTrue())
+			r.setRead(key, seen, read)
+			if tc.changeAfter {
+				r.changed(key)
+			}
+			r.deleteSeen(key)
+			seen, ok = r.unread(key)
+			g.Expect(ok).To(BeTrue(), "a deleted replica is read again")
+			before := time.Now()
+			r.gone(key, seen)
+			transitions, gaps, ok := r.planPending(key)
+			g.Expect(ok).To(BeTrue())
+			g.Expect(transitions).To(Equal([]history.Transition{tr}))
+			g.Expect(gaps).To(HaveLen(tc.gaps))
+			for _, gap := range gaps {
+				g.Expect(gap.From).To(Equal(t0.Add(time.Minute)), "from the newest event known")
+				g.Expect(gap.To).To(BeTemporally(">=", before), "to the deletion")
+			}
+			r.stored(key, transitions)
+			g.Expect(r.pending).To(BeEmpty(), "nothing waits once stored")
+			g.Expect(r.latest).To(BeEmpty(), "a deleted replica is forgotten")
 		})
 	}
 }

@@ -2,13 +2,20 @@ package history_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -19,6 +26,8 @@ import (
 	"github.com/canopy-policy/canopy/pkg/history"
 	"github.com/canopy-policy/canopy/pkg/hub"
 	hubhistory "github.com/canopy-policy/canopy/pkg/hub/history"
+
+	_ "modernc.org/sqlite" // the "sqlite" driver, for the tests' lock
 )
 
 // suite is a hub API server; each test runs its own recorders against it.
@@ -34,29 +43,78 @@ func TestMain(m *testing.M) {
 // after it.
 var base = time.Now().UTC().Truncate(time.Hour).Add(-24 * time.Hour)
 
-// databases opens the URL of an empty database of each kind; the
-// PostgreSQL one on a real server the test starts, which it returns.
-func databases() map[string]func(t *testing.T) (string, *postgres.Server) {
-	return map[string]func(t *testing.T) (string, *postgres.Server){
-		"sqlite": func(t *testing.T) (string, *postgres.Server) {
-			return filepath.Join(t.TempDir(), "history.db"), nil
+// database is an empty database of one kind for one test, which the test
+// can take down and bring back.
+type database struct {
+	// url is the --history-database of the database.
+	url string
+	// down makes the database refuse the recorder's writes: PostgreSQL
+	// stops; SQLite is locked by another writer (the tests run as root, to
+	// whom file permissions are no obstacle).
+	down func()
+	// up undoes down.
+	up func()
+}
+
+// databases opens an empty database of each kind; the PostgreSQL one on a
+// real server the test starts.
+func databases() map[string]func(t *testing.T) database {
+	return map[string]func(t *testing.T) database{
+		"sqlite": func(t *testing.T) database {
+			url := filepath.Join(t.TempDir(), "history.db")
+			var lock *sql.Conn
+			var db *sql.DB
+			up := func() {
+				if lock != nil {
+					_, _ = lock.ExecContext(context.Background(), "ROLLBACK")
+					_ = lock.Close()
+					_ = db.Close()
+					lock, db = nil, nil
+				}
+			}
+			t.Cleanup(up)
+			return database{url: url, up: up, down: func() {
+				var err error
+				db, err = sql.Open("sqlite", "file:"+url)
+				if err == nil {
+					lock, err = db.Conn(t.Context())
+				}
+				if err == nil {
+					_, err = lock.ExecContext(t.Context(), "BEGIN EXCLUSIVE")
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}}
 		},
-		"postgres": func(t *testing.T) (string, *postgres.Server) {
+		"postgres": func(t *testing.T) database {
 			pg := postgres.Start(t)
-			return pg.URL(), pg
+			return database{url: pg.URL(), down: pg.Stop, up: pg.Restart}
 		},
 	}
+}
+
+// recorderOptions are what a test's recorder differs in.
+type recorderOptions struct {
+	// deployment is the hub Deployment that carries the condition.
+	deployment types.NamespacedName
+	// retention is the recorder's Retention.
+	retention time.Duration
 }
 
 // runRecorder runs a recorder of hubName writing to url, as the hub
 // assembles it, until the returned stop is called (a hub stopping) or the
 // test ends.
-func runRecorder(t *testing.T, url, hubName string) (stop func()) {
+func runRecorder(t *testing.T, url, hubName string, opts ...recorderOptions) (stop func()) {
 	t.Helper()
 	cp := suite.Get(t)
-	opts := hub.ManagerOptions(hub.Options{})
-	stopMgr, err := controlplane.StartManager(cp.Config, manager.Options{Scheme: opts.Scheme, Cache: opts.Cache}, func(mgr ctrl.Manager) error {
-		return (&hubhistory.Recorder{Database: url, HubName: hubName}).SetupWithManager(t.Context(), mgr)
+	mo := hub.ManagerOptions(hub.Options{})
+	rec := &hubhistory.Recorder{Database: url, HubName: hubName}
+	for _, o := range opts {
+		rec.Deployment, rec.Retention = o.deployment, o.retention
+	}
+	stopMgr, err := controlplane.StartManager(cp.Config, manager.Options{Scheme: mo.Scheme, Cache: mo.Cache}, func(mgr ctrl.Manager) error {
+		return rec.SetupWithManager(t.Context(), mgr)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -74,12 +132,71 @@ func runRecorder(t *testing.T, url, hubName string) (stop func()) {
 	return stop
 }
 
+// hubDeployment creates a Deployment standing for the hub's in a new
+// namespace (no controller runs its pods).
+func hubDeployment(t *testing.T) types.NamespacedName {
+	t.Helper()
+	c := suite.Get(t).Client
+	labels := map[string]string{"app": "canopy-hub"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: controlplane.Namespace(t, c), Name: "canopy-hub"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "hub", Image: "canopy"}}},
+			},
+		},
+	}
+	if err := c.Create(t.Context(), d); err != nil {
+		t.Fatal(err)
+	}
+	return client.ObjectKeyFromObject(d)
+}
+
+// recording returns the HistoryRecording condition of Deployment key.
+func recording(t *testing.T, key types.NamespacedName) func() (appsv1.DeploymentCondition, error) {
+	return func() (appsv1.DeploymentCondition, error) {
+		d := &appsv1.Deployment{}
+		if err := suite.Get(t).Client.Get(t.Context(), key, d); err != nil {
+			return appsv1.DeploymentCondition{}, err
+		}
+		for _, c := range d.Status.Conditions {
+			if c.Type == hubhistory.ConditionHistoryRecording {
+				return c, nil
+			}
+		}
+		return appsv1.DeploymentCondition{}, nil
+	}
+}
+
+// eventReasons returns the type and reason ("Warning DatabaseError") of
+// every Event about Deployment key, oldest first.
+func eventReasons(t *testing.T, key types.NamespacedName) func() ([]string, error) {
+	return func() ([]string, error) {
+		list := &eventsv1.EventList{}
+		if err := suite.Get(t).Client.List(t.Context(), list, client.InNamespace(key.Namespace)); err != nil {
+			return nil, err
+		}
+		slices.SortFunc(list.Items, func(a, b eventsv1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
+		var out []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Deployment" && e.Regarding.Name == key.Name {
+				out = append(out, e.Type+" "+e.Reason)
+			}
+		}
+		return out, nil
+	}
+}
+
 // agent writes the replica status an agent reports.
 type agent struct {
 	t       *testing.T
 	c       client.Client
 	replica *policyv1.Policy
 	events  int // how many events were reported in all
+	pad     int // how many bytes of padding the messages of the next events carry
+	padded  map[int]int
 }
 
 // newReplica creates the replica of root policies/<root> in a new cluster
@@ -122,9 +239,15 @@ func (a *agent) report(n int) {
 	for range n {
 		i := a.events
 		a.events++
+		if a.pad > 0 {
+			if a.padded == nil {
+				a.padded = map[int]int{}
+			}
+			a.padded[i] = a.pad
+		}
 		h = append([]policyv1.ComplianceHistory{{
 			LastTimestamp: metav1.NewTime(base.Add(time.Duration(i) * time.Minute)),
-			Message:       fmt.Sprintf("%s; event %d", state(i), i),
+			Message:       state(i) + "; " + a.message(i),
 			EventName:     fmt.Sprintf("cfg.%d", i),
 		}}, h...)
 	}
@@ -140,6 +263,11 @@ func (a *agent) report(n int) {
 	}
 }
 
+// message is the message of event i after its state.
+func (a *agent) message(i int) string {
+	return fmt.Sprintf("event %d", i) + strings.Repeat(".", a.padded[i])
+}
+
 // want returns the transitions of events [from, to) of a's replica.
 func (a *agent) want(hubName string, from, to int) []history.Transition {
 	var out []history.Transition
@@ -147,7 +275,7 @@ func (a *agent) want(hubName string, from, to int) []history.Transition {
 	for i := from; i < to; i++ {
 		out = append(out, history.Transition{
 			Hub: hubName, Cluster: a.replica.Namespace, Policy: history.Policy{Namespace: "policies", Name: root},
-			Template: "cfg", State: state(i), Message: fmt.Sprintf("event %d", i), At: base.Add(time.Duration(i) * time.Minute),
+			Template: "cfg", State: state(i), Message: a.message(i), At: base.Add(time.Duration(i) * time.Minute),
 		})
 	}
 	return out

@@ -2,7 +2,6 @@ package history
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -13,8 +12,20 @@ import (
 // maxBatch bounds the transitions of one write.
 const maxBatch = 2000
 
-// openTimeout bounds one attempt to open the database.
-const openTimeout = 10 * time.Second
+// openTimeout bounds one attempt to open the database; reopenAfter is how
+// long a failed attempt answers for the next ones, so that callers do not
+// queue behind one attempt after another.
+const (
+	openTimeout = 10 * time.Second
+	reopenAfter = 2 * time.Second
+)
+
+// writeTimeout bounds one batch's write; readTimeout reading what is
+// stored of every replica, and retention.
+const (
+	writeTimeout = time.Minute
+	readTimeout  = 5 * time.Minute
+)
 
 // request is one replica's transitions and gaps, waiting to be written.
 type request struct {
@@ -26,16 +37,20 @@ type request struct {
 // writer opens the store (again and again while the database does not
 // answer) and writes the requests of all reconciles in batches: whatever
 // queued while the previous batch was written goes in one transaction.
+// The outcome of every operation goes to health.
 type writer struct {
-	url   string
-	queue chan request
+	url    string
+	queue  chan request
+	health *health
 
-	mu    sync.Mutex
-	store history.Store
+	mu       sync.Mutex
+	store    history.Store
+	openErr  error     // the last failed attempt to open
+	openedAt time.Time // when it was made
 }
 
-func newWriter(url string) *writer {
-	return &writer{url: url, queue: make(chan request, 256)}
+func newWriter(url string, h *health) *writer {
+	return &writer{url: url, queue: make(chan request, 256), health: h}
 }
 
 // open returns the store, opening it first when it is not open.
@@ -45,21 +60,20 @@ func (w *writer) open(ctx context.Context) (history.Store, error) {
 	if w.store != nil {
 		return w.store, nil
 	}
+	if w.openErr != nil && time.Since(w.openedAt) < reopenAfter {
+		return nil, w.openErr
+	}
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	s, err := history.Open(ctx, w.url)
+	w.health.set(opOpen, err)
 	if err != nil {
-		storeErrors.WithLabelValues("open").Inc()
-		return nil, err
+		storeErrors.WithLabelValues(opOpen.String()).Inc()
+		w.openErr, w.openedAt = fmt.Errorf("opening the history database: %w", err), time.Now()
+		return nil, w.openErr
 	}
-	w.store = s
+	w.store, w.openErr = s, nil
 	return s, nil
-}
-
-// fatal reports whether err from opening the store will not go away by
-// waiting: a malformed URL or another schema version.
-func fatal(err error) bool {
-	return errors.Is(err, history.ErrSchemaVersion) || errors.Is(err, history.ErrBadURL)
 }
 
 // write queues transitions and gaps and waits until they are written.
@@ -117,7 +131,7 @@ func (w *writer) run(ctx context.Context) {
 func (w *writer) flush(ctx context.Context, batch []request) error {
 	store, err := w.open(ctx)
 	if err != nil {
-		return fmt.Errorf("opening the history database: %w", err)
+		return err
 	}
 	var transitions []history.Transition
 	var gaps []history.Gap
@@ -125,9 +139,15 @@ func (w *writer) flush(ctx context.Context, batch []request) error {
 		transitions = append(transitions, req.transitions...)
 		gaps = append(gaps, req.gaps...)
 	}
-	res, err := store.Write(ctx, transitions, gaps)
+	wctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	res, err := store.Write(wctx, transitions, gaps)
+	if ctx.Err() != nil {
+		return ctx.Err() // the hub is stopping: not the database's fault
+	}
+	w.health.set(opWrite, err)
 	if err != nil {
-		storeErrors.WithLabelValues("write").Inc()
+		storeErrors.WithLabelValues(opWrite.String()).Inc()
 		return err
 	}
 	rowsWritten.Add(float64(res.Transitions))
@@ -139,24 +159,48 @@ func (w *writer) flush(ctx context.Context, batch []request) error {
 func (w *writer) prune(ctx context.Context, cutoff time.Time) (int, error) {
 	store, err := w.open(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("opening the history database: %w", err)
+		return 0, err
 	}
-	n, err := store.Prune(ctx, cutoff)
+	pctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	n, err := store.Prune(pctx, cutoff)
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	w.health.set(opPrune, err)
 	if err != nil {
-		storeErrors.WithLabelValues("prune").Inc()
+		storeErrors.WithLabelValues(opPrune.String()).Inc()
 	}
 	return n, err
 }
 
-// latest returns the newest event stored per template of one replica.
-func (w *writer) latest(ctx context.Context, hub, cluster string, policy history.Policy) (map[string]time.Time, error) {
+// latestAll returns the newest event stored per template of every replica
+// hub recorded.
+func (w *writer) latestAll(ctx context.Context, hub string) (map[history.Replica]map[string]time.Time, error) {
 	store, err := w.open(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("opening the history database: %w", err)
+		return nil, err
 	}
-	latest, err := store.Latest(ctx, hub, cluster, policy)
+	rctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
+	latest, err := store.LatestAll(rctx, hub)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	w.health.set(opRead, err)
 	if err != nil {
-		storeErrors.WithLabelValues("read").Inc()
+		storeErrors.WithLabelValues(opRead.String()).Inc()
 	}
 	return latest, err
+}
+
+// probe checks that the database answers.
+func (w *writer) probe(ctx context.Context) error {
+	store, err := w.open(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	return store.Ping(ctx)
 }
