@@ -221,12 +221,14 @@ func TestRetention(t *testing.T) {
 					return nil, err
 				}
 				defer s.Close()
-				res, err := s.Query(t.Context(), history.Query{})
+				res, err := s.Query(t.Context(), history.Query{Cluster: old.Cluster, Policies: []history.Policy{old.Policy}})
 				return res.Transitions, err
 			}).Should(Equal([]history.Transition{recent}))
-			if name == "postgres" {
-				g.Expect(partitions(t, url)).To(Equal([]string{"canopy_history_transitions_p" + recent.At.Format("20060102")}),
-					"the old day's partition is dropped")
+			if name == "postgres" { // Note: other tests' replicas on the suite's hub may fill other days' partitions meanwhile
+				g.Expect(partitions(t, url)).To(And(
+					ContainElement("canopy_history_transitions_p"+recent.At.Format("20060102")),
+					Not(ContainElement("canopy_history_transitions_p"+old.At.Format("20060102")))),
+					"the old day's partition is dropped, the recent day's kept")
 			}
 		})
 	}
