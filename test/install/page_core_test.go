@@ -42,9 +42,9 @@ func TestCommandKey(t *testing.T) {
 	g := NewWithT(t)
 	for text, want := range map[string]string{
 		"make image                 # OCI layout in bin/image": "make image",
-		"kubectl  get   ns":                                     "kubectl get ns",
-		"cat > f <<'EOF'\nkind: X\nEOF":                        "cat > f <<'EOF'",
-		`kubectl patch x -p '{"a":" # "}'`:                      `kubectl patch x -p '{"a":" # "}'`,
+		"kubectl  get   ns":                "kubectl get ns",
+		"cat > f <<'EOF'\nkind: X\nEOF":    "cat > f <<'EOF'",
+		`kubectl patch x -p '{"a":" # "}'`: `kubectl patch x -p '{"a":" # "}'`,
 	} {
 		g.Expect(command{Text: text}.key()).To(Equal(want), text)
 	}
