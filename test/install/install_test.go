@@ -218,11 +218,13 @@ func newHarness(t *testing.T, root string) *harness {
 	kubectl := installKubectl(t, root)
 	g.Expect(os.Symlink(kubectl, filepath.Join(bin, "kubectl"))).To(Succeed())
 	// Note: go run keeps what it links in the build cache, go build -o
-	// links anew each time (as test/docs' buildCLI says); -trimpath, as the
-	// page's go install, shares the cache whatever the tree's path.
+	// links anew each time (as test/docs' buildCLI says). Built in the tree
+	// itself, without -trimpath, the programs share their compiled packages
+	// with every other test's build; the page's go install, in the copy,
+	// needs -trimpath to share its own from one run to the next.
 	for command, path := range h.binaries {
 		pkg := "./cmd/" + map[string]string{"/canopy-hub": "hub", "/canopy-agent": "spoke"}[command]
-		build := exec.CommandContext(t.Context(), "go", "run", "-trimpath", "-exec", "cp", pkg, path)
+		build := exec.CommandContext(t.Context(), "go", "run", "-exec", "cp", pkg, path)
 		build.Dir = root
 		out, err := build.CombinedOutput()
 		g.Expect(err).NotTo(HaveOccurred(), "building %s:\n%s", path, out)
@@ -255,13 +257,18 @@ func newHarness(t *testing.T, root string) *harness {
 	return h
 }
 
-// run runs c with bash in the copy of the tree and returns its output.
+// run runs c with bash in the copy of the tree and returns its output. A
+// command still running after commandTimeout is killed with what it
+// started (its process group); bash dies with the test process, and what
+// it started carries the test's owner mark, by which
+// controlplane.Sweep finds it.
 func (h *harness) run(ctx context.Context, c command) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", c.Text)
 	cmd.Dir, cmd.Env = h.dir, h.environ
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.CombinedOutput()
 	return string(out), err

@@ -1,7 +1,14 @@
 package install
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 )
@@ -53,4 +60,23 @@ func TestCommandKey(t *testing.T) {
 func TestTextBlocks(t *testing.T) {
 	page := "```sh\nkubectl get ns\n```\n```text\n\nPOLICY  CLUSTER1\np       Compliant\n\n```\n```text\nmore\n```\n"
 	NewWithT(t).Expect(textBlocks(page)).To(Equal([]string{"POLICY  CLUSTER1\np       Compliant", "more"}))
+}
+
+// TestRunKillsWhatACommandStarted runs a command that outlives its
+// context: run returns, and the process the command started in the
+// background is gone too.
+func TestRunKillsWhatACommandStarted(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	h := &harness{dir: dir, environ: os.Environ()}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	_, err := h.run(ctx, command{Text: "sleep 300 & echo $! > sleep.pid; wait"})
+	g.Expect(err).To(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(dir, "sleep.pid"))
+	g.Expect(err).NotTo(HaveOccurred())
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() error { return syscall.Kill(pid, 0) }).WithTimeout(30 * time.Second).
+		Should(MatchError(syscall.ESRCH), "sleep %d outlived its command", pid)
 }
