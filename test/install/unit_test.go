@@ -77,6 +77,6 @@ func TestRunKillsWhatACommandStarted(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Eventually(func() error { return syscall.Kill(pid, 0) }).WithTimeout(30 * time.Second).
+	g.Eventually(func() error { return syscall.Kill(pid, 0) }).WithTimeout(30*time.Second).
 		Should(MatchError(syscall.ESRCH), "sleep %d outlived its command", pid)
 }
