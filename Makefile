@@ -58,7 +58,7 @@ verify: ## Fail when a generated file or go.mod is stale.
 ##@ Test
 
 .PHONY: test
-test: lint verify envtest-assets ocm-assets gatekeeper-assets ## Run every test (unit, envtest, e2e) against real API servers, then fuzz briefly.
+test: lint verify envtest-assets ocm-assets gatekeeper-assets kubectl-assets ## Run every test (unit, envtest, e2e) against real API servers, then fuzz briefly.
 	go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=2000x
 
@@ -148,6 +148,10 @@ envtest-assets: ## Build kube-apiserver, kube-controller-manager and etcd into b
 .PHONY: ocm-assets
 ocm-assets: ## Build OCM's registration, work, placement and addon binaries into bin/ocm/ (once; minutes the first time).
 	hack/install-ocm-binaries.sh
+
+.PHONY: kubectl-assets
+kubectl-assets: ## Build kubectl into bin/kubectl/, with which test/install runs docs/install.md (once; a minute or two the first time).
+	KUBE_VERSION=$(KUBE_VERSION) hack/install-kubectl.sh
 
 .PHONY: gatekeeper-assets
 gatekeeper-assets: ## Build Gatekeeper's manager and copy its CRDs into bin/gatekeeper/ (once; 15 minutes or more the first time).
