@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/historyview"
 )
 
 // fleetOptions are the flags of `status --fleet`.
@@ -27,52 +30,6 @@ func (f *fleetOptions) addFleetFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.service, "dashboard-service", defaultDashboardService, "With --fleet: the dashboard's Service as namespace/name:port, reached through the API server's service proxy.")
 }
 
-// fleetAnswer is the dashboard's /api/fleet answer (pkg/hub/dashboard's
-// FleetView; the CLI does not link the hub's packages).
-type fleetAnswer struct {
-	Hub        string        `json:"hub"`
-	ReadAt     time.Time     `json:"readAt"`
-	StaleAfter string        `json:"staleAfter"`
-	Hubs       []fleetHub    `json:"hubs"`
-	Policies   []fleetPolicy `json:"policies"`
-}
-
-type fleetHub struct {
-	Name           string         `json:"name"`
-	LastWrite      *time.Time     `json:"lastWrite,omitempty"`
-	NewestEvent    *time.Time     `json:"newestEvent,omitempty"`
-	DataAgeSeconds *int64         `json:"dataAgeSeconds,omitempty"`
-	DataAge        string         `json:"dataAge"`
-	Freshness      string         `json:"freshness"`
-	Note           string         `json:"note"`
-	Clusters       []fleetCluster `json:"clusters"`
-}
-
-type fleetCluster struct {
-	Name      string      `json:"name"`
-	Compliant string      `json:"compliant"`
-	Policies  []fleetCell `json:"policies"`
-}
-
-type fleetCell struct {
-	Policy    historyPolicy `json:"policy"`
-	Compliant string        `json:"compliant"`
-	AsOf      time.Time     `json:"asOf"`
-}
-
-type fleetPolicy struct {
-	Namespace            string   `json:"namespace"`
-	Name                 string   `json:"name"`
-	Compliant            string   `json:"compliant"`
-	Hubs                 []string `json:"hubs"`
-	StaleHubs            []string `json:"staleHubs,omitempty"`
-	Clusters             int      `json:"clusters"`
-	CompliantClusters    int      `json:"compliantClusters"`
-	NonCompliantClusters int      `json:"nonCompliantClusters"`
-	PendingClusters      int      `json:"pendingClusters"`
-	Summary              string   `json:"summary"`
-}
-
 // runFleet prints the fleet view the hub's dashboard serves.
 func (o *statusOptions) runFleet(ctx context.Context, args []string) error {
 	if len(args) > 0 {
@@ -86,7 +43,7 @@ func (o *statusOptions) runFleet(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var answer fleetAnswer
+	var answer historyview.FleetView
 	if err := json.Unmarshal(body, &answer); err != nil {
 		return fmt.Errorf("reading the dashboard's answer: %w", err)
 	}
@@ -98,7 +55,7 @@ func (o *statusOptions) runFleet(ctx context.Context, args []string) error {
 
 // writeFleet prints the hubs with their data age, the policies rolled up
 // across hubs, and each hub's clusters.
-func writeFleet(w io.Writer, a fleetAnswer) error {
+func writeFleet(w io.Writer, a historyview.FleetView) error {
 	clusters := 0
 	for _, h := range a.Hubs {
 		clusters += len(h.Clusters)
@@ -158,9 +115,9 @@ func writeFleet(w io.Writer, a fleetAnswer) error {
 }
 
 // stateOrUnknown shows an empty compliance as unknown.
-func stateOrUnknown(s string) string {
+func stateOrUnknown(s policyv1.ComplianceState) string {
 	if s == "" {
 		return "unknown"
 	}
-	return s
+	return string(s)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/canopy-policy/canopy/internal/test/cmdtest"
 	"github.com/canopy-policy/canopy/internal/test/controlplane"
 	"github.com/canopy-policy/canopy/internal/test/postgres"
+	"github.com/canopy-policy/canopy/pkg/historyview"
 	"github.com/canopy-policy/canopy/pkg/hub"
 	"github.com/canopy-policy/canopy/pkg/hub/dashboard"
 	hubhistory "github.com/canopy-policy/canopy/pkg/hub/history"
@@ -84,7 +85,7 @@ func TestFleet(t *testing.T) {
 	writeReplica(t, hubs[1].cp.Client, hubs[1].clusters[1], "quota", t0, policyv1.Pending)
 
 	base := "http://" + address
-	var answer fleetAnswer
+	var answer historyview.FleetView
 	var out string
 	g.Eventually(func(g Gomega) {
 		var err error
@@ -109,11 +110,11 @@ func TestFleet(t *testing.T) {
 		g.Expect(h.Clusters).To(HaveLen(2), By)
 		g.Expect([]string{h.Clusters[0].Name, h.Clusters[1].Name}).To(ConsistOf(hubs[i].clusters[0], hubs[i].clusters[1]), By)
 	}
-	g.Expect(answer.Hubs[1].Clusters[1].Compliant).To(Equal("Pending"), "hub-b's second cluster has quota Pending")
-	g.Expect(answer.Hubs[2].Clusters[1].Compliant).To(Equal("NonCompliant"))
+	g.Expect(answer.Hubs[1].Clusters[1].Compliant).To(Equal(policyv1.Pending), "hub-b's second cluster has quota Pending")
+	g.Expect(answer.Hubs[2].Clusters[1].Compliant).To(Equal(policyv1.NonCompliant))
 
 	By = "the policy every hub applies is one row"
-	g.Expect(answer.Policies[0]).To(Equal(fleetPolicy{
+	g.Expect(answer.Policies[0]).To(Equal(historyview.FleetPolicy{
 		Namespace: "policies", Name: "baseline", Compliant: "NonCompliant", Hubs: []string{"hub-a", "hub-b", "hub-c"},
 		Clusters: 6, CompliantClusters: 5, NonCompliantClusters: 1,
 		Summary: "5/6 clusters compliant across 3 hubs (1 NonCompliant)",
@@ -121,7 +122,7 @@ func TestFleet(t *testing.T) {
 	g.Expect(answer.Policies[1].Summary).To(Equal("0/1 cluster compliant across 1 hub (1 Pending)"))
 
 	By = "the dashboard's API and page say the same"
-	var api fleetAnswer
+	var api historyview.FleetView
 	g.Expect(getBody(base+"/api/fleet", &api)).To(Succeed())
 	g.Expect(api.Policies).To(Equal(answer.Policies), By)
 	var page bytes.Buffer

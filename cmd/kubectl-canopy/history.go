@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/canopy-policy/canopy/pkg/historyview"
 )
 
 // outputTable and outputCSV are history's formats besides JSON.
@@ -70,44 +72,6 @@ when you reach the dashboard yourself (a port-forward, an ingress).`,
 	return cmd
 }
 
-// historyAnswer is the dashboard's /api/history answer (pkg/hub/dashboard's
-// HistoryView; the CLI does not link the hub's packages).
-type historyAnswer struct {
-	Kind        string              `json:"kind"`
-	Namespace   string              `json:"namespace"`
-	Name        string              `json:"name"`
-	Policies    []historyPolicy     `json:"policies"`
-	Cluster     string              `json:"cluster,omitempty"`
-	Since       time.Time           `json:"since"`
-	Truncated   bool                `json:"truncated,omitempty"`
-	Transitions []historyTransition `json:"transitions"`
-	Gaps        []historyGap        `json:"gaps"`
-}
-
-type historyPolicy struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-}
-
-type historyTransition struct {
-	Hub      string        `json:"hub"`
-	Cluster  string        `json:"cluster"`
-	Policy   historyPolicy `json:"policy"`
-	Template string        `json:"template"`
-	State    string        `json:"state"`
-	Message  string        `json:"message"`
-	At       time.Time     `json:"at"`
-}
-
-type historyGap struct {
-	Hub      string        `json:"hub"`
-	Cluster  string        `json:"cluster"`
-	Policy   historyPolicy `json:"policy"`
-	Template string        `json:"template"`
-	From     time.Time     `json:"from"`
-	To       time.Time     `json:"to"`
-}
-
 func (o *historyOptions) run(ctx context.Context, arg string) error {
 	if err := checkOutput(o.output, outputTable, outputJSON, outputCSV); err != nil {
 		return err
@@ -131,7 +95,7 @@ func (o *historyOptions) run(ctx context.Context, arg string) error {
 	if err != nil {
 		return err
 	}
-	var answer historyAnswer
+	var answer historyview.HistoryView
 	if err := json.Unmarshal(body, &answer); err != nil {
 		return fmt.Errorf("reading the dashboard's answer: %w", err)
 	}
@@ -198,7 +162,7 @@ type historyRow struct {
 }
 
 // historyRows returns the transitions and gaps of a, oldest first.
-func historyRows(a historyAnswer) []historyRow {
+func historyRows(a historyview.HistoryView) []historyRow {
 	var rows []historyRow
 	for _, t := range a.Transitions {
 		rows = append(rows, historyRow{t.At, t.Hub, t.Cluster, t.Policy.Namespace + "/" + t.Policy.Name, t.Template, t.State, t.Message})
@@ -211,7 +175,7 @@ func historyRows(a historyAnswer) []historyRow {
 	return rows
 }
 
-func writeHistoryTable(w io.Writer, a historyAnswer, rows []historyRow) error {
+func writeHistoryTable(w io.Writer, a historyview.HistoryView, rows []historyRow) error {
 	if len(rows) == 0 {
 		_, err := fmt.Fprintf(w, "No compliance history of %s %s/%s since %s.\n", a.Kind, a.Namespace, a.Name, a.Since.UTC().Format(time.RFC3339))
 		return err

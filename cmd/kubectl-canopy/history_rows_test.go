@@ -6,6 +6,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/canopy-policy/canopy/pkg/historyview"
 )
 
 // TestHistoryRowsGap: a gap is a row of its own, "history incomplete",
@@ -13,13 +15,13 @@ import (
 func TestHistoryRowsGap(t *testing.T) {
 	g := NewWithT(t)
 	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	p := historyPolicy{Namespace: "policies", Name: "p1"}
-	a := historyAnswer{Kind: "Policy", Namespace: "policies", Name: "p1",
-		Transitions: []historyTransition{
+	p := historyview.Policy{Namespace: "policies", Name: "p1"}
+	a := historyview.HistoryView{Kind: "Policy", Namespace: "policies", Name: "p1",
+		Transitions: []historyview.Transition{
 			{Hub: "h", Cluster: "c1", Policy: p, Template: "cfg", State: "NonCompliant", Message: "m0", At: t0},
 			{Hub: "h", Cluster: "c1", Policy: p, Template: "cfg", State: "Compliant", Message: "m9", At: t0.Add(9 * time.Minute)},
 		},
-		Gaps: []historyGap{{Hub: "h", Cluster: "c1", Policy: p, Template: "cfg", From: t0, To: t0.Add(9 * time.Minute)}},
+		Gaps: []historyview.Gap{{Hub: "h", Cluster: "c1", Policy: p, Template: "cfg", From: t0, To: t0.Add(9 * time.Minute)}},
 	}
 	var out bytes.Buffer
 	g.Expect(writeHistoryCSV(&out, historyRows(a))).To(Succeed())
@@ -29,6 +31,6 @@ func TestHistoryRowsGap(t *testing.T) {
 2026-11-20T10:09:00Z,h,c1,policies/p1,cfg,Compliant,m9
 `))
 	out.Reset()
-	g.Expect(writeHistoryTable(&out, historyAnswer{Kind: "Policy", Namespace: "policies", Name: "p1", Since: t0}, nil)).To(Succeed())
+	g.Expect(writeHistoryTable(&out, historyview.HistoryView{Kind: "Policy", Namespace: "policies", Name: "p1", Since: t0}, nil)).To(Succeed())
 	g.Expect(out.String()).To(Equal("No compliance history of Policy policies/p1 since 2026-11-20T10:00:00Z.\n"))
 }

@@ -21,6 +21,7 @@ import (
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
 	"github.com/canopy-policy/canopy/internal/test/controlplane"
 	"github.com/canopy-policy/canopy/pkg/history"
+	"github.com/canopy-policy/canopy/pkg/historyview"
 	"github.com/canopy-policy/canopy/pkg/hub"
 	"github.com/canopy-policy/canopy/pkg/hub/dashboard"
 	hubhistory "github.com/canopy-policy/canopy/pkg/hub/history"
@@ -87,7 +88,7 @@ func TestHistory(t *testing.T) {
 
 	out, err := runHistory(t, cp, "policies/baseline", "--dashboard", dashboard, "-o", "json", "--cluster", "cluster-b")
 	g.Expect(err).NotTo(HaveOccurred())
-	var answer historyAnswer
+	var answer historyview.HistoryView
 	g.Expect(json.Unmarshal([]byte(out), &answer)).To(Succeed())
 	g.Expect(answer.Transitions).To(BeEmpty(), "another cluster")
 

@@ -2,11 +2,12 @@ package history
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/canopy-policy/canopy/pkg/historyview"
 )
 
 // SchemaVersion is the version of the tables this package writes and
@@ -25,16 +26,8 @@ var ErrSchemaVersion = errors.New("history database has another schema version")
 // parse. The error never quotes the URL, which may hold a password.
 var ErrBadURL = errors.New("--history-database is not a valid PostgreSQL URL")
 
-// Policy names a root policy on a hub.
-type Policy struct {
-	// Namespace is the root policy's namespace on the hub.
-	Namespace string `json:"namespace"`
-	// Name is the root policy's name.
-	Name string `json:"name"`
-}
-
-// String returns "<namespace>/<name>".
-func (p Policy) String() string { return p.Namespace + "/" + p.Name }
+// Policy names a root policy on a hub (historyview.Policy).
+type Policy = historyview.Policy
 
 // Replica names the replica of one root policy on one cluster, as the
 // history keys it.
@@ -54,52 +47,12 @@ type WriteResult struct {
 }
 
 // Transition is one compliance event an agent reported for one template of
-// one replica.
-type Transition struct {
-	// Hub is the name of the hub that recorded it (--hub-name).
-	Hub string `json:"hub"`
-	// Cluster is the managed cluster of the replica.
-	Cluster string `json:"cluster"`
-	// Policy is the root policy the replica copies.
-	Policy Policy `json:"policy"`
-	// Template is the policy template's name.
-	Template string `json:"template"`
-	// State is Compliant, NonCompliant or Pending.
-	State string `json:"state"`
-	// Message is the event message after its state.
-	Message string `json:"message"`
-	// At is the agent's timestamp of the event.
-	At time.Time `json:"at"`
-}
+// one replica (historyview.Transition).
+type Transition = historyview.Transition
 
-// Key returns the content key of t: the hash of everything it says, which
-// makes writing t twice write it once.
-func (t Transition) Key() []byte {
-	h := sha256.New()
-	for _, f := range []string{t.Hub, t.Cluster, t.Policy.Namespace, t.Policy.Name, t.Template, t.State, t.Message, t.At.UTC().Format(time.RFC3339Nano)} {
-		fmt.Fprintf(h, "%d:%s", len(f), f)
-	}
-	return h.Sum(nil)
-}
-
-// Gap says that more transitions of one template happened between From and
-// To than the replica's status history held when the hub read it: the
-// history there is incomplete, never compliant.
-type Gap struct {
-	// Hub is the name of the hub that recorded it.
-	Hub string `json:"hub"`
-	// Cluster is the managed cluster of the replica.
-	Cluster string `json:"cluster"`
-	// Policy is the root policy the replica copies.
-	Policy Policy `json:"policy"`
-	// Template is the policy template's name.
-	Template string `json:"template"`
-	// From is the newest transition stored before the gap (or when the
-	// replica was created, when none was).
-	From time.Time `json:"from"`
-	// To is the oldest transition the history still held after the gap.
-	To time.Time `json:"to"`
-}
+// Gap says that more transitions of one template happened than a replica's
+// history held (historyview.Gap).
+type Gap = historyview.Gap
 
 // Query selects transitions and gaps.
 type Query struct {

@@ -17,6 +17,7 @@ import (
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/history"
+	"github.com/canopy-policy/canopy/pkg/historyview"
 )
 
 // DefaultFleetStaleAfter is how long a hub may go without writing to the
@@ -28,14 +29,9 @@ const fleetPageRefresh = 30 * time.Second
 
 // How recent a hub's data is in the fleet view (FleetHub.Freshness).
 const (
-	// FreshnessRecent is a hub that wrote within StaleAfter.
-	FreshnessRecent = "recent"
-	// FreshnessStale is a hub that has not written for StaleAfter: it may
-	// be down or cut off from the database, or nothing changed on its
-	// clusters; the database cannot tell which.
-	FreshnessStale = "stale"
-	// FreshnessUnknown is a hub of which the database holds nothing.
-	FreshnessUnknown = "unknown"
+	FreshnessRecent  = historyview.FreshnessRecent
+	FreshnessStale   = historyview.FreshnessStale
+	FreshnessUnknown = historyview.FreshnessUnknown
 )
 
 // ErrFleetNeedsDashboard is returned by CheckFleet for a hub that serves no
@@ -89,94 +85,21 @@ func (f *FleetReader) read(ctx context.Context) (history.Fleet, error) {
 	return store.Fleet(ctx)
 }
 
-// FleetView is the answer of /api/fleet: the compliance of every cluster of
-// every hub that records to the shared history database, grouped by hub,
-// and each policy rolled up across the hubs. Each cluster's compliance is
-// the newest its hub recorded, as of the time given; how old each hub's
-// data is says how far to trust it.
-type FleetView struct {
-	// Hub is the hub serving this view.
-	Hub string `json:"hub"`
-	// ReadAt is when the database was read, by its clock.
-	ReadAt time.Time `json:"readAt"`
-	// StaleAfter is how long a hub may go without writing before its data
-	// is stale, as a Go duration.
-	StaleAfter string `json:"staleAfter"`
-	// Hubs are every hub that wrote to the database, and this one, by name.
-	Hubs []FleetHub `json:"hubs"`
-	// Policies are the policies of every hub, one row per namespace/name
-	// however many hubs apply it.
-	Policies []FleetPolicy `json:"policies"`
-}
+// FleetView is the answer of /api/fleet (historyview, with which the CLI
+// decodes it).
+type FleetView = historyview.FleetView
 
-// FleetHub is one hub of the fleet with its clusters.
-type FleetHub struct {
-	// Name is the hub's --hub-name.
-	Name string `json:"name"`
-	// LastWrite is when the hub last wrote to the database (its clock);
-	// absent when it never did.
-	LastWrite *time.Time `json:"lastWrite,omitempty"`
-	// NewestEvent is the agent's time of the newest transition the hub
-	// stored; absent when it stored none.
-	NewestEvent *time.Time `json:"newestEvent,omitempty"`
-	// DataAgeSeconds is how long before ReadAt the hub last wrote; absent
-	// when unknown.
-	DataAgeSeconds *int64 `json:"dataAgeSeconds,omitempty"`
-	// DataAge is DataAgeSeconds as a Go duration, or "unknown".
-	DataAge string `json:"dataAge"`
-	// Freshness is FreshnessRecent, FreshnessStale or FreshnessUnknown.
-	Freshness string `json:"freshness"`
-	// Note says in words what Freshness means for this hub.
-	Note string `json:"note"`
-	// Clusters are the hub's clusters, by name.
-	Clusters []FleetCluster `json:"clusters"`
-}
+// FleetHub is one hub of a FleetView.
+type FleetHub = historyview.FleetHub
 
-// FleetCluster is one managed cluster of one hub.
-type FleetCluster struct {
-	// Name is the cluster's name on its hub.
-	Name string `json:"name"`
-	// Compliant aggregates its policies (NonCompliant > Pending > Compliant).
-	Compliant policyv1.ComplianceState `json:"compliant"`
-	// Policies are its policies, by namespace and name.
-	Policies []FleetCell `json:"policies"`
-}
+// FleetCluster is one managed cluster of a FleetHub.
+type FleetCluster = historyview.FleetCluster
 
-// FleetCell is one policy on one cluster of one hub.
-type FleetCell struct {
-	// Policy names the root policy.
-	Policy history.Policy `json:"policy"`
-	// Compliant aggregates the newest recorded state of its templates.
-	Compliant policyv1.ComplianceState `json:"compliant"`
-	// AsOf is the agent's time of the newest of those states.
-	AsOf time.Time `json:"asOf"`
-}
+// FleetCell is one policy on a FleetCluster.
+type FleetCell = historyview.FleetCell
 
-// FleetPolicy is one policy (namespace/name) rolled up across every hub
-// that applies it.
-type FleetPolicy struct {
-	// Namespace is the root policy's namespace on each hub.
-	Namespace string `json:"namespace"`
-	// Name is the root policy's name.
-	Name string `json:"name"`
-	// Compliant aggregates every cluster's.
-	Compliant policyv1.ComplianceState `json:"compliant"`
-	// Hubs are the hubs that apply it, by name.
-	Hubs []string `json:"hubs"`
-	// StaleHubs are those of Hubs whose data is stale.
-	StaleHubs []string `json:"staleHubs,omitempty"`
-	// Clusters counts its clusters, a cluster being one per hub.
-	Clusters int `json:"clusters"`
-	// CompliantClusters counts those that are Compliant.
-	CompliantClusters int `json:"compliantClusters"`
-	// NonCompliantClusters counts those that are NonCompliant.
-	NonCompliantClusters int `json:"nonCompliantClusters"`
-	// PendingClusters counts those that are Pending.
-	PendingClusters int `json:"pendingClusters"`
-	// Summary says it in words: "5/6 clusters compliant across 3 hubs (1
-	// NonCompliant)", and which hubs' data is stale.
-	Summary string `json:"summary"`
-}
+// FleetPolicy is one policy of a FleetView, rolled up across hubs.
+type FleetPolicy = historyview.FleetPolicy
 
 // newFleetView groups f by hub and cluster and rolls its policies up across
 // hubs. self is the serving hub, listed even when the database holds

@@ -15,6 +15,7 @@ import (
 
 	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
 	"github.com/canopy-policy/canopy/pkg/history"
+	"github.com/canopy-policy/canopy/pkg/historyview"
 )
 
 // DefaultHistorySince is the window of a history request without since.
@@ -71,30 +72,8 @@ func (h *HistoryReader) newest(ctx context.Context, q history.Query) (history.Re
 	return res, false, nil
 }
 
-// HistoryView is the answer of /api/history: the compliance transitions and
-// gaps of one policy, or of the members of one policy set, oldest first. A
-// gap is "history incomplete" between From and To, never compliant.
-type HistoryView struct {
-	// Kind is Policy or PolicySet.
-	Kind string `json:"kind"`
-	// Namespace and Name name the policy or policy set.
-	Namespace string `json:"namespace"`
-	// Name is the policy's or policy set's name.
-	Name string `json:"name"`
-	// Policies are the root policies whose history this is.
-	Policies []history.Policy `json:"policies"`
-	// Cluster is the cluster asked for; empty means every cluster.
-	Cluster string `json:"cluster,omitempty"`
-	// Since is the start of the window.
-	Since time.Time `json:"since"`
-	// Truncated is true when more transitions matched than one answer
-	// holds; the newest are shown.
-	Truncated bool `json:"truncated,omitempty"`
-	// Transitions are the compliance transitions, oldest first.
-	Transitions []history.Transition `json:"transitions"`
-	// Gaps are the spans where the history is incomplete.
-	Gaps []history.Gap `json:"gaps"`
-}
+// HistoryView is the answer of /api/history (historyview.HistoryView).
+type HistoryView = historyview.HistoryView
 
 // historyAPI answers GET /api/history/{kind}/{namespace}/{name}, kind being
 // policies or policysets, with ?cluster=, ?hub= and ?since= (a duration
