@@ -96,7 +96,8 @@ func startHubBench(ctx context.Context, b testing.TB) *hubBench {
 	if err := h.seed(ctx); err != nil {
 		b.Fatal(err)
 	}
-	h.hub, err = newProcess("canopy-hub", b.TempDir(), "--kubeconfig="+cp.KubeconfigPath, "--addon-manager=false")
+	h.hub, err = newProcess("canopy-hub", b.TempDir(), "--kubeconfig="+cp.KubeconfigPath, "--addon-manager=false",
+		"--zap-time-encoding=rfc3339nano") // Note: the log (BENCH_PPROF keeps it) times each step to the millisecond
 	if err != nil {
 		b.Fatal(err)
 	}
