@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -121,8 +122,15 @@ func approval(csr certificatesv1.CertificateSigningRequest) string {
 	return "not approved"
 }
 
-// startHub runs the hub controller, with its addon manager and dashboard.
+// startHub runs the hub controller, with its addon manager and dashboard,
+// recording compliance history into a new database: a history left by an
+// earlier demo is of clusters that no longer exist.
 func (d *demo) startHub(context.Context) error {
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(filepath.Join(d.logs(), "history.db"+suffix)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing the history of an earlier demo: %w", err)
+		}
+	}
 	hub, err := startProcess("canopy-hub", filepath.Join(d.opts.binDir, "canopy-hub"), d.logs(),
 		"--kubeconfig", d.env.Hub.KubeconfigPath, "--metrics-bind-address", "0", "--health-probe-bind-address", "0",
 		"--dashboard-address", d.opts.dashboard, "--history-database", filepath.Join(d.logs(), "history.db"))
