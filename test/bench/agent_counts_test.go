@@ -83,9 +83,9 @@ type cascadeResult struct {
 	// managedAll and hubAll are every request, by "VERB resource" (a
 	// refused one with its code).
 	managedAll, hubAll requests
-	// hops are the latencies of a link's steps in milliseconds, sorted
-	// (hops).
-	hops [3][]float64
+	// hops are the latencies of a link's steps, and of the whole link, in
+	// milliseconds, sorted (hops).
+	hops [4][]float64
 }
 
 // cascade delivers the chains behind a closed gate, waits until every link
@@ -155,14 +155,16 @@ func (s *agentBench) cascade(ctx context.Context, t testing.TB) cascadeResult {
 }
 
 // hopNames name the steps of a link that hops times.
-var hopNames = [3]string{"dependency Compliant → template created", "template created → evaluated", "evaluated → Policy Compliant"}
+var hopNames = [4]string{"dependency Compliant → template created", "template created → evaluated",
+	"evaluated → Policy Compliant", "link (dependency Compliant → Policy Compliant)"}
 
 // hops are, for each link after the first, the times in milliseconds from
 // its dependency's local Policy seen Compliant to its template seen
-// created, from there to the template seen evaluated, and from there to the
-// link's own local Policy seen Compliant.
-func hops(chains int, local *transitions, evaluated *transitions) [3][]float64 {
-	var out [3][]float64
+// created, from there to the template seen evaluated, from there to the
+// link's own local Policy seen Compliant, and the whole link: from its
+// dependency's local Policy seen Compliant to its own.
+func hops(chains int, local *transitions, evaluated *transitions) [4][]float64 {
+	var out [4][]float64
 	for c := range chains {
 		for k := 1; k < chainDepth; k++ {
 			dep, _ := chainPolicy(c, k-1)
@@ -172,7 +174,7 @@ func hops(chains int, local *transitions, evaluated *transitions) [3][]float64 {
 			t2, ok2 := evaluated.at(agentCluster+"/"+template, "evaluated")
 			t3, ok3 := local.at(agentCluster+"/"+self, string(policyv1.Compliant))
 			if ok0 && ok1 && ok2 && ok3 {
-				for i, d := range []time.Duration{t1.Sub(t0), t2.Sub(t1), t3.Sub(t2)} {
+				for i, d := range []time.Duration{t1.Sub(t0), t2.Sub(t1), t3.Sub(t2), t3.Sub(t0)} {
 					out[i] = append(out[i], float64(d.Microseconds())/1000)
 				}
 			}
@@ -364,5 +366,31 @@ func logQueues(t testing.TB, before, after queueTimes) {
 		a, b := after[c], before[c]
 		t.Logf("agent cascade: %s: %g items waited %.3f s in its queue; %g reconciles took %.3f s",
 			c, a.items-b.items, a.waited-b.waited, a.reconciles-b.reconciles, a.busy-b.busy)
+	}
+}
+
+// BenchmarkAgentCascade delivers the agent stage's chains behind a closed
+// gate and measures, once it opens, how long a dependency link takes and
+// what it costs in requests on each API server.
+func BenchmarkAgentCascade(b *testing.B) {
+	ctx := b.Context()
+	for b.Loop() {
+		s := startAgentBench(ctx, b)
+		r := s.cascade(ctx, b)
+		link := r.hops[len(r.hops)-1]
+		links := float64(r.links)
+		results.add(row{
+			Stage: "agent: cascade (gate opened → every link Compliant on the hub)",
+			Scale: fmt.Sprintf("%d policies in %d chains of depth %d", r.links, s.chains, chainDepth),
+			Units: links, Unit: "policies",
+			Seconds: r.seconds,
+			Extra: []metric{
+				{Name: "link p50", Value: percentile(link, 50), Unit: "ms"},
+				{Name: "p99", Value: percentile(link, 99), Unit: "ms"},
+				{Name: "writes/link on the managed cluster", Value: (r.managed.total() - 1) / links}, // less the gate's evaluation
+				{Name: "on the hub", Value: r.hub.total() / links},
+				{Name: "refused writes", Value: r.managedAll.refused() + r.hubAll.refused()},
+			},
+		})
 	}
 }

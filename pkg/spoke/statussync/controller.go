@@ -3,8 +3,10 @@ package statussync
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,10 +14,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
 	"github.com/canopy-policy/canopy/pkg/statuspatch"
 )
 
@@ -43,10 +49,25 @@ type Reconciler struct {
 	// Namespace, when set, restricts the controller to one namespace: the
 	// cluster namespace.
 	Namespace string
+	// MaxConcurrentReconciles is how many Policies' statuses are computed
+	// and written at once; zero means the evaluators' default concurrency
+	// (controllerdefaults.ConfigPolicyConcurrency), as each of their
+	// evaluations may record an event for a different Policy.
+	MaxConcurrentReconciles int
 
 	templates client.Reader   // the manager's cache, for template objects; set by SetupWithManager
 	scheme    *runtime.Scheme // the manager's; set by SetupWithManager
 	gone      goneUIDs        // long-lived: template object UIDs found not current
+	// handedOver and fresh are the compliance events Writer hands over
+	// (handover.go): handedOver enqueues their Policies, fresh keeps them
+	// until the informer shows them. Long-lived.
+	handedOver chan ctrlevent.GenericEvent
+	fresh      freshEvents
+	own        ownWrites // long-lived: the versions its status writes made (own.go)
+	// written is the last status written on each Policy: a reconcile soon
+	// after (a handed-over event, then the same event from the informer)
+	// may read the version before it from the cache. Long-lived.
+	written statuspatch.Written[*policyv1.Policy]
 }
 
 // SetupWithManager registers the controller with the managed cluster's
@@ -59,16 +80,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("indexing events: %w", err)
 	}
 	r.templates, r.scheme = mgr.GetCache(), mgr.GetScheme()
+	r.handedOver = make(chan ctrlevent.GenericEvent, handoverBuffer)
 	if r.ManagedReader == nil {
 		r.ManagedReader = mgr.GetAPIReader()
 	}
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return r.Namespace == "" || o.GetNamespace() == r.Namespace
 	})
+	// Note: one worker made a dependency link's Policy wait for the status
+	// writes of every other link in the queue (make bench: agent cascade).
+	concurrency := controllerdefaults.Concurrency(r.MaxConcurrentReconciles, controllerdefaults.ConfigPolicyConcurrency)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&policyv1.Policy{}, builder.WithPredicates(inNamespace)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		For(&policyv1.Policy{}, builder.WithPredicates(inNamespace, r.own.notOwnWrite())).
 		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(eventToPolicy), builder.WithPredicates(inNamespace)).
+		WatchesRawSource(ctrlsource.Channel(r.handedOver, handler.EnqueueRequestsFromMapFunc(eventToPolicy))).
 		Complete(r)
 }
 
@@ -87,24 +114,22 @@ func eventToPolicy(_ context.Context, o client.Object) []ctrl.Request {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	policy := &policyv1.Policy{}
 	if err := r.ManagedClient.Get(ctx, req.NamespacedName, policy); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// statussync owns the whole status: a status computed from a stale read
 	// is refused and computed again from the API server's copy.
 	status := statuspatch.Snapshot(r.ManagedClient, policy, func(p *policyv1.Policy) any { return p.Status },
 		statuspatch.Owner[*policyv1.Policy](r.ManagedReader), statuspatch.Recompute(r.reconcileStatus),
-		statuspatch.OnPatched(logUpdated))
+		statuspatch.OnPatched(r.own.onPatched),
+		statuspatch.Remember(&r.written)) // the status as last written, which the cache may not show yet
 	defer status.Apply(ctx, &retErr) // status is written once, here
 	if !policy.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, r.reconcileNormal(ctx, policy)
-}
-
-// logUpdated logs a written status, in detail only: statussync writes one
-// per compliance event.
-func logUpdated(ctx context.Context, policy *policyv1.Policy) {
-	ctrl.LoggerFrom(ctx).V(4).Info("Updated policy status", "policy", klog.KObj(policy), "compliance", policy.Status.ComplianceState)
 }
 
 // reconcileStatus computes the status of policy, read again after a
@@ -122,6 +147,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 		client.MatchingFields{EventUIDIndex: string(policy.UID)}); err != nil {
 		return fmt.Errorf("listing events of policy %s: %w", klog.KObj(policy), err)
 	}
+	events.Items = r.fresh.with(policy.UID, events.Items, time.Now())
 	objects, histories, err := r.templateObjects(ctx, policy, events.Items)
 	if err != nil {
 		return err
