@@ -137,9 +137,9 @@ func setupManaged(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up statussync: %w", err)
 	}
 	// statussync is handed each compliance event as it is written, without
-	// waiting for the event's informer: one round trip less per dependency
-	// link.
-	recorder := compliance.NewRecorder(ss.Writer(mgr.GetClient()), mgr.GetAPIReader(),
+	// waiting for the event's informer (which holds the cluster namespace's,
+	// ManagerOptions): one round trip less per dependency link.
+	recorder := compliance.NewRecorder(ss.Writer(mgr.GetClient(), opts.ClusterName), mgr.GetAPIReader(),
 		compliance.EventSource{Component: Component, Instance: opts.instance()})
 	if opts.Clock != nil {
 		recorder.WithClock(opts.Clock)

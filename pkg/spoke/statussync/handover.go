@@ -33,17 +33,21 @@ const handoverBuffer = 1024
 // shorter than the API server keeps events.
 const freshTTL = time.Minute
 
-// Writer returns w, telling r of each compliance event created through it.
-// Give it to the Recorder that writes the compliance events r reads.
-func (r *Reconciler) Writer(w client.Writer) client.Writer {
-	return &handingWriter{Writer: w, r: r}
+// Writer returns w, telling r of each compliance event created through it
+// in namespace (every namespace when empty): those r's Event informer
+// holds, so that a Policy's status tells what it would tell without the
+// hand-over. Give it to the Recorder that writes the compliance events r
+// reads.
+func (r *Reconciler) Writer(w client.Writer, namespace string) client.Writer {
+	return &handingWriter{Writer: w, r: r, namespace: namespace}
 }
 
-// handingWriter is a Writer that hands each Event it creates to a
-// Reconciler.
+// handingWriter is a Writer that hands each Event it creates in namespace
+// to a Reconciler.
 type handingWriter struct {
 	client.Writer
-	r *Reconciler
+	r         *Reconciler
+	namespace string
 }
 
 // Create creates obj and, for an Event, hands it over.
@@ -51,7 +55,7 @@ func (w *handingWriter) Create(ctx context.Context, obj client.Object, opts ...c
 	if err := w.Writer.Create(ctx, obj, opts...); err != nil {
 		return err
 	}
-	if ev, ok := obj.(*corev1.Event); ok {
+	if ev, ok := obj.(*corev1.Event); ok && (w.namespace == "" || ev.Namespace == w.namespace) {
 		w.r.handOver(ev)
 	}
 	return nil

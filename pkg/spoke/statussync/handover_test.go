@@ -1,6 +1,7 @@
 package statussync
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
@@ -38,7 +40,7 @@ func TestHandedOverEvent(t *testing.T) {
 		if err := r.SetupWithManager(m); err != nil {
 			return err
 		}
-		rec = compliance.NewRecorder(r.Writer(m.GetClient()), m.GetAPIReader(), source)
+		rec = compliance.NewRecorder(r.Writer(m.GetClient(), ns), m.GetAPIReader(), source)
 		return nil
 	})
 	p := newPolicy(ns, "p", "a")
@@ -81,4 +83,32 @@ func TestFreshEvents(t *testing.T) {
 	g.Expect(f.byPolicy).To(HaveKey(types.UID("q")), "another Policy's events wait for its reconcile")
 	f.add(ev("later", "p"), now.Add(2*freshTTL))
 	g.Expect(f.byPolicy).NotTo(HaveKey(types.UID("q")), "swept once expired")
+}
+
+// createOnly is a Writer whose Create succeeds and writes nothing.
+type createOnly struct{ client.Writer }
+
+func (createOnly) Create(context.Context, client.Object, ...client.CreateOption) error { return nil }
+
+// TestWriterHandsOverItsNamespace: only the compliance events of the
+// namespace the informer holds are handed over.
+func TestWriterHandsOverItsNamespace(t *testing.T) {
+	g := NewWithT(t)
+	r := &Reconciler{handedOver: make(chan ctrlevent.GenericEvent, 10)}
+	w := r.Writer(createOnly{}, "cluster")
+	p := newPolicy("cluster", "p", "a")
+	p.UID = "uid"
+	ev := func(namespace string) *corev1.Event {
+		e := compliance.NewEvent(compliance.ParentFromPolicy(p), compliance.Compliance{
+			Template: types.NamespacedName{Namespace: namespace, Name: "a"}, State: policyv1.Compliant, Message: "ok",
+		}, source, nil, false, at(1))
+		e.Namespace = namespace
+		return e
+	}
+	g.Expect(w.Create(t.Context(), ev("cluster"))).To(Succeed())
+	g.Expect(w.Create(t.Context(), ev("elsewhere"))).To(Succeed())
+	g.Expect(w.Create(t.Context(), newPolicy("cluster", "q"))).To(Succeed())
+	g.Expect(r.handedOver).To(HaveLen(1))
+	g.Expect((<-r.handedOver).Object.GetNamespace()).To(Equal("cluster"))
+	g.Expect(r.fresh.byPolicy).To(HaveKeyWithValue(types.UID("uid"), HaveLen(1)))
 }
