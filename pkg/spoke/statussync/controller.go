@@ -14,14 +14,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
 	"github.com/canopy-policy/canopy/pkg/statuspatch"
 )
 
@@ -49,11 +47,6 @@ type Reconciler struct {
 	// Namespace, when set, restricts the controller to one namespace: the
 	// cluster namespace.
 	Namespace string
-	// MaxConcurrentReconciles is how many Policies' statuses are computed
-	// and written at once; zero means the evaluators' default concurrency
-	// (controllerdefaults.ConfigPolicyConcurrency), as each of their
-	// evaluations may record an event for a different Policy.
-	MaxConcurrentReconciles int
 
 	templates client.Reader   // the manager's cache, for template objects; set by SetupWithManager
 	scheme    *runtime.Scheme // the manager's; set by SetupWithManager
@@ -87,12 +80,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return r.Namespace == "" || o.GetNamespace() == r.Namespace
 	})
-	// Note: one worker made a dependency link's Policy wait for the status
-	// writes of every other link in the queue (make bench: agent cascade).
-	concurrency := controllerdefaults.Concurrency(r.MaxConcurrentReconciles, controllerdefaults.ConfigPolicyConcurrency)
+	// Note: one worker. It bounds a burst of dependency links (make bench:
+	// agent cascade, each link's Policy waits for the status writes of the
+	// links queued before it), but it also lets a Policy's events that
+	// arrive together be written once: with eight workers, delivering the
+	// agent stage's chains wrote 2.9 statuses per Policy instead of 1.8, on
+	// each API server, and its dependency latency p99 went from 0.2 s to
+	// 2.5-3 s.
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		For(&policyv1.Policy{}, builder.WithPredicates(inNamespace, r.own.notOwnWrite())).
 		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(eventToPolicy), builder.WithPredicates(inNamespace)).
 		WatchesRawSource(ctrlsource.Channel(r.handedOver, handler.EnqueueRequestsFromMapFunc(eventToPolicy))).

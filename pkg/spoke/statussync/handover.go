@@ -17,12 +17,12 @@ import (
 // Event informer would add a round trip in between: the event's write
 // seen back by a watch. The agent wrote the event itself, so its Recorder
 // writes through Writer, which hands each compliance event, as the API
-// server stored it, straight to the Reconciler: the Policy is enqueued at
-// once and reconciled with that event among those its informer holds
-// (freshEvents), and its status is written right after the evaluation
-// that recorded it. The informer still delivers the event (a reconcile
-// that finds nothing to write): the hand-over only adds an event the API
-// server has, earlier; what the status says is computed as before.
+// server stored it, straight to the Reconciler: the Policy is enqueued as
+// the evaluation that recorded the event ends, and reconciled with that
+// event among those its informer holds (freshEvents). The informer still
+// delivers the event (a reconcile that finds nothing to write): the
+// hand-over only adds an event the API server has, earlier; what the
+// status says is computed as before.
 
 // handoverBuffer is how many handed-over events may wait for the
 // controller; when it is full, the event's informer enqueues the Policy.
