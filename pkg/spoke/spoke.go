@@ -128,22 +128,25 @@ func Setup(_ context.Context, mgr ctrl.Manager, opts Options) error {
 // sharing one compliance event recorder so that they all see the same last
 // event of each template.
 func setupManaged(mgr ctrl.Manager, opts Options) error {
-	recorder := compliance.NewRecorder(mgr.GetClient(), mgr.GetAPIReader(),
-		compliance.EventSource{Component: Component, Instance: opts.instance()})
-	if opts.Clock != nil {
-		recorder.WithClock(opts.Clock)
-	}
 	var namespace string // every namespace, unless restricted
 	if opts.ClusterNamespaceOnly {
 		namespace = opts.ClusterName
 	}
-	ts := &templatesync.Reconciler{ManagedClient: mgr.GetClient(), Recorder: recorder, Namespace: namespace}
-	if err := ts.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up templatesync: %w", err)
-	}
 	ss := &statussync.Reconciler{ManagedClient: mgr.GetClient(), Namespace: namespace}
 	if err := ss.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up statussync: %w", err)
+	}
+	// statussync is handed each compliance event as it is written, without
+	// waiting for the event's informer (which holds the cluster namespace's,
+	// ManagerOptions): one round trip less per dependency link.
+	recorder := compliance.NewRecorder(ss.Writer(mgr.GetClient(), opts.ClusterName), mgr.GetAPIReader(),
+		compliance.EventSource{Component: Component, Instance: opts.instance()})
+	if opts.Clock != nil {
+		recorder.WithClock(opts.Clock)
+	}
+	ts := &templatesync.Reconciler{ManagedClient: mgr.GetClient(), Recorder: recorder, Namespace: namespace}
+	if err := ts.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up templatesync: %w", err)
 	}
 	evaluators := opts.Evaluators
 	if evaluators == nil {

@@ -4,9 +4,13 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/canopy-policy/canopy/internal/test/controlplane"
@@ -23,9 +27,11 @@ const countScale = 0.02
 // change that adds a request fails here with the count found and the
 // count expected; time is never asserted (make bench measures it).
 //
-// The agent's writes per policy are not among them: they depend on how
-// its evaluations and the hub's writes interleave (make bench reports
-// them).
+// The agent's writes while it converges depend on how its evaluations and
+// the hub's writes interleave (make bench reports them); what is checked
+// of the agent is its cascade (agent_counts_test.go): the requests of each
+// dependency link, on each API server, once the link's dependency turns
+// Compliant.
 func TestCounts(t *testing.T) {
 	useCurrentBinaries(t)
 	scaleOverride = countScale
@@ -50,12 +56,54 @@ func TestCounts(t *testing.T) {
 		r.rollOut(ctx, t, "rollout-v1")
 		expectCount(t, r.change(ctx, t), "replica writes", float64(len(r.clusters)))
 	})
+	t.Run("agent", func(t *testing.T) {
+		ctx := t.Context()
+		s := startAgentBench(ctx, t)
+		r := s.cascade(ctx, t)
+		links := float64(r.links)
+		// Each link, once its dependency is Compliant: its template created,
+		// evaluated (the template's status and one Compliant event), and its
+		// Policy's status written on the managed cluster and on the hub.
+		expectRequests(t, "agent cascade: writes on the managed cluster", r.managed, requests{
+			"configurationpolicies":        links,
+			"configurationpolicies/status": links + 1, // and the gate's evaluation, which opens the cascade
+			"events":                       links,
+			"policies/status":              links,
+		})
+		expectRequests(t, "agent cascade: writes on the hub", r.hub, requests{"policies/status": links})
+		// The evaluator reads each template from the API server once.
+		expectRequests(t, "agent cascade: template reads", requests{"configurationpolicies": r.managedReads["configurationpolicies"]},
+			requests{"configurationpolicies": links + 1})
+	})
 	t.Run("syncer", func(t *testing.T) {
 		ctx := t.Context()
 		s := startSyncerBench(ctx, t)
 		expectCount(t, s.coldStart(ctx, t), "writes/object", 1)
 		expectCount(t, s.restart(ctx, t), "writes", 0)
 	})
+}
+
+// expectRequests fails t, naming each count found and expected, when the
+// requests got differ from want.
+func expectRequests(t *testing.T, what string, got, want requests) {
+	t.Helper()
+	if maps.Equal(got, want) {
+		return
+	}
+	keys := map[string]bool{}
+	for k := range got {
+		keys[k] = true
+	}
+	for k := range want {
+		keys[k] = true
+	}
+	var diffs []string
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if got[k] != want[k] {
+			diffs = append(diffs, fmt.Sprintf("%s is %g, want %g", k, got[k], want[k]))
+		}
+	}
+	t.Errorf("%s: %s (found %v, expected %v)", what, strings.Join(diffs, "; "), got, want)
 }
 
 // expectCount fails t when the metric name of r is not want.

@@ -3,8 +3,10 @@ package statussync
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,8 +14,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	ctrlsource "sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/pkg/statuspatch"
@@ -47,6 +51,16 @@ type Reconciler struct {
 	templates client.Reader   // the manager's cache, for template objects; set by SetupWithManager
 	scheme    *runtime.Scheme // the manager's; set by SetupWithManager
 	gone      goneUIDs        // long-lived: template object UIDs found not current
+	// handedOver and fresh are the compliance events Writer hands over
+	// (handover.go): handedOver enqueues their Policies, fresh keeps them
+	// until the informer shows them. Long-lived.
+	handedOver chan ctrlevent.GenericEvent
+	fresh      freshEvents
+	own        ownWrites // long-lived: the versions its status writes made (own.go)
+	// written is the last status written on each Policy: a reconcile soon
+	// after (a handed-over event, then the same event from the informer)
+	// may read the version before it from the cache. Long-lived.
+	written statuspatch.Written[*policyv1.Policy]
 }
 
 // SetupWithManager registers the controller with the managed cluster's
@@ -59,16 +73,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("indexing events: %w", err)
 	}
 	r.templates, r.scheme = mgr.GetCache(), mgr.GetScheme()
+	r.handedOver = make(chan ctrlevent.GenericEvent, handoverBuffer)
 	if r.ManagedReader == nil {
 		r.ManagedReader = mgr.GetAPIReader()
 	}
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		return r.Namespace == "" || o.GetNamespace() == r.Namespace
 	})
+	// Note: one worker. It bounds a burst of dependency links (make bench:
+	// agent cascade, each link's Policy waits for the status writes of the
+	// links queued before it), but it also lets a Policy's events that
+	// arrive together be written once: with eight workers, delivering the
+	// agent stage's chains wrote 2.9 statuses per Policy instead of 1.8, on
+	// each API server, and its dependency latency p99 went from 0.2 s to
+	// 2.5-3 s.
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
-		For(&policyv1.Policy{}, builder.WithPredicates(inNamespace)).
+		For(&policyv1.Policy{}, builder.WithPredicates(inNamespace, r.own.notOwnWrite())).
 		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(eventToPolicy), builder.WithPredicates(inNamespace)).
+		WatchesRawSource(ctrlsource.Channel(r.handedOver, handler.EnqueueRequestsFromMapFunc(eventToPolicy))).
 		Complete(r)
 }
 
@@ -87,24 +110,22 @@ func eventToPolicy(_ context.Context, o client.Object) []ctrl.Request {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	policy := &policyv1.Policy{}
 	if err := r.ManagedClient.Get(ctx, req.NamespacedName, policy); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.written.Forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	// statussync owns the whole status: a status computed from a stale read
 	// is refused and computed again from the API server's copy.
 	status := statuspatch.Snapshot(r.ManagedClient, policy, func(p *policyv1.Policy) any { return p.Status },
 		statuspatch.Owner[*policyv1.Policy](r.ManagedReader), statuspatch.Recompute(r.reconcileStatus),
-		statuspatch.OnPatched(logUpdated))
+		statuspatch.OnPatched(r.own.onPatched),
+		statuspatch.Remember(&r.written)) // the status as last written, which the cache may not show yet
 	defer status.Apply(ctx, &retErr) // status is written once, here
 	if !policy.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, r.reconcileNormal(ctx, policy)
-}
-
-// logUpdated logs a written status, in detail only: statussync writes one
-// per compliance event.
-func logUpdated(ctx context.Context, policy *policyv1.Policy) {
-	ctrl.LoggerFrom(ctx).V(4).Info("Updated policy status", "policy", klog.KObj(policy), "compliance", policy.Status.ComplianceState)
 }
 
 // reconcileStatus computes the status of policy, read again after a
@@ -122,6 +143,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Polic
 		client.MatchingFields{EventUIDIndex: string(policy.UID)}); err != nil {
 		return fmt.Errorf("listing events of policy %s: %w", klog.KObj(policy), err)
 	}
+	events.Items = r.fresh.with(policy.UID, events.Items, time.Now())
 	objects, histories, err := r.templateObjects(ctx, policy, events.Items)
 	if err != nil {
 		return err

@@ -12,6 +12,13 @@
 // (history.go). It needs only the managed cluster, so compliance keeps being
 // recorded while the hub is unreachable.
 //
+// The agent's Recorder writes its events through Writer, which hands each
+// one, as the API server stored it, to the Reconciler (handover.go): the
+// Policy's status is written right after the evaluation that recorded the
+// event, without waiting for the Event informer to show it, which saves a
+// dependency link one round trip. The informer still delivers every event;
+// the hand-over only makes one the API server has visible earlier.
+//
 // A stale event never wins: an event enters the history only if it counts
 // for the template object that exists now (compliance.Counts), so a late
 // report on a deleted, never-created or foreign object, or one that names
