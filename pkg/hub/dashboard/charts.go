@@ -159,41 +159,8 @@ type step struct {
 // templateSpans returns the spans of one template from its transitions and
 // gaps, until now.
 func templateSpans(ts []history.Transition, gaps []history.Gap, truncated bool, now time.Time) []Span {
-	clamp := func(t time.Time) time.Time {
-		if t.After(now) {
-			return now
-		}
-		return t
-	}
-	ts = slices.Clone(ts)
-	slices.SortStableFunc(ts, func(a, b history.Transition) int {
-		return cmp.Or(a.At.Compare(b.At), cmp.Compare(progress(a.State), progress(b.State)))
-	})
-	var steps []step
-	for _, t := range ts {
-		at := clamp(t.At)
-		if n := len(steps); n > 0 && steps[n-1].at.Equal(at) {
-			steps[n-1].state = ChartState(t.State) // the later of two in one second
-			continue
-		}
-		steps = append(steps, step{at: at, state: ChartState(t.State)})
-	}
-	// Incomplete: each gap until the first transition at or after its end.
-	type span struct{ from, to time.Time }
-	var incomplete []span
-	resume := func(after time.Time) time.Time {
-		i, _ := slices.BinarySearchFunc(steps, after, func(s step, t time.Time) int { return s.at.Compare(t) })
-		if i < len(steps) {
-			return steps[i].at
-		}
-		return now
-	}
-	if truncated {
-		incomplete = append(incomplete, span{time.Time{}, resume(time.Time{})})
-	}
-	for _, g := range gaps {
-		incomplete = append(incomplete, span{clamp(g.From), resume(clamp(g.To))})
-	}
+	steps := stepsOf(ts, now)
+	incomplete := incompleteSpans(steps, gaps, truncated, now)
 	bounds := []time.Time{now}
 	for _, s := range steps {
 		bounds = append(bounds, s.at)
@@ -213,12 +180,64 @@ func templateSpans(ts []history.Transition, gaps []history.Gap, truncated bool, 
 			next++
 		}
 		s := state
-		if slices.ContainsFunc(incomplete, func(in span) bool { return !from.Before(in.from) && from.Before(in.to) }) {
+		if slices.ContainsFunc(incomplete, func(in timeSpan) bool { return !from.Before(in.from) && from.Before(in.to) }) {
 			s = ChartIncomplete
 		}
 		out = appendSpan(out, Span{From: from, To: to, State: s})
 	}
 	return out
+}
+
+// clampTo returns t, or now when t is after it.
+func clampTo(t, now time.Time) time.Time {
+	if t.After(now) {
+		return now
+	}
+	return t
+}
+
+// stepsOf returns the state changes of one template's transitions ts, in
+// order, none after now: of two in one second, the later in a template's
+// usual progress.
+func stepsOf(ts []history.Transition, now time.Time) []step {
+	ts = slices.Clone(ts)
+	slices.SortStableFunc(ts, func(a, b history.Transition) int {
+		return cmp.Or(a.At.Compare(b.At), cmp.Compare(progress(a.State), progress(b.State)))
+	})
+	var steps []step
+	for _, t := range ts {
+		at := clampTo(t.At, now)
+		if n := len(steps); n > 0 && steps[n-1].at.Equal(at) {
+			steps[n-1].state = ChartState(t.State) // the later of two in one second
+			continue
+		}
+		steps = append(steps, step{at: at, state: ChartState(t.State)})
+	}
+	return steps
+}
+
+// timeSpan is the time from one instant until another.
+type timeSpan struct{ from, to time.Time }
+
+// incompleteSpans returns when the history of one template is incomplete:
+// each gap until the first step at or after its end, and, when the rows
+// read were truncated, everything before the first step.
+func incompleteSpans(steps []step, gaps []history.Gap, truncated bool, now time.Time) []timeSpan {
+	resume := func(after time.Time) time.Time {
+		i, _ := slices.BinarySearchFunc(steps, after, func(s step, t time.Time) int { return s.at.Compare(t) })
+		if i < len(steps) {
+			return steps[i].at
+		}
+		return now
+	}
+	var incomplete []timeSpan
+	if truncated {
+		incomplete = append(incomplete, timeSpan{time.Time{}, resume(time.Time{})})
+	}
+	for _, g := range gaps {
+		incomplete = append(incomplete, timeSpan{clampTo(g.From, now), resume(clampTo(g.To, now))})
+	}
+	return incomplete
 }
 
 // appendSpan appends s to spans, merging it into the last span when they
