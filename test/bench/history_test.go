@@ -133,7 +133,8 @@ func (h *historyBench) scaleText() string {
 	return fmt.Sprintf("%d clusters × %d policies, one change each", len(h.clusters), len(h.policies))
 }
 
-// startHubAPIServer is startHubBench without canopy-hub.
+// startHubAPIServer starts a hub API server and seeds the clusters and
+// placements (startHubBench then starts canopy-hub).
 func startHubAPIServer(ctx context.Context, b testing.TB) *hubBench {
 	b.Helper()
 	cp, err := controlplane.Start(ctx, "hub")

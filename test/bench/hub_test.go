@@ -78,25 +78,9 @@ func BenchmarkHub(b *testing.B) {
 // and starts canopy-hub.
 func startHubBench(ctx context.Context, b testing.TB) *hubBench {
 	b.Helper()
-	cp, err := controlplane.Start(ctx, "hub")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cp.Stop() })
-	h := &hubBench{cp: cp}
-	if h.c, err = plainClient(cp.Config); err != nil {
-		b.Fatal(err)
-	}
-	for i := range scaled(hubClusters) {
-		h.clusters = append(h.clusters, clusterName(i))
-	}
-	for i := range hubPolicies {
-		h.policies = append(h.policies, fmt.Sprintf("policy-%02d", i))
-	}
-	if err := h.seed(ctx); err != nil {
-		b.Fatal(err)
-	}
-	h.hub, err = newProcess("canopy-hub", b.TempDir(), "--kubeconfig="+cp.KubeconfigPath, "--addon-manager=false",
+	h := startHubAPIServer(ctx, b)
+	var err error
+	h.hub, err = newProcess("canopy-hub", b.TempDir(), "--kubeconfig="+h.cp.KubeconfigPath, "--addon-manager=false",
 		"--zap-time-encoding=rfc3339nano") // Note: the log (BENCH_PPROF keeps it) times each step to the millisecond
 	if err != nil {
 		b.Fatal(err)
