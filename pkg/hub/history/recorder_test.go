@@ -46,11 +46,8 @@ func TestRecordsOnceAcrossRestart(t *testing.T) {
 // changes (fewer times than its history holds); the hub's Deployment says
 // so with a condition and an Event; when the database is back every change
 // is stored, no gap is, and the condition and an Event say so.
-//
-// Note: the outage lasts about 10 s, not the 30 s of the scenario:
-// nothing in the recorder depends on how long an outage lasts (it probes
-// every controllerdefaults.MaxHubRetryDelay, 5 s, which the outage crosses
-// twice), and the test runs on both databases.
+// The outage lasts 30 s, changes spread over it: the recorder probes the
+// database every controllerdefaults.MaxHubRetryDelay (5 s) meanwhile.
 func TestOutageCatchUp(t *testing.T) {
 	for name, database := range databases() {
 		t.Run(name, func(t *testing.T) {
@@ -65,9 +62,9 @@ func TestOutageCatchUp(t *testing.T) {
 				HaveField("Status", corev1.ConditionTrue), HaveField("Reason", hubhistory.ReasonRecording)))
 
 			db.down()
-			for range 3 {
+			for range 3 { // Note: 6 changes, fewer than the history holds
 				a.report(2)
-				time.Sleep(3 * time.Second)
+				time.Sleep(10 * time.Second)
 			}
 			g.Eventually(recording(t, deployment)).Should(And(
 				HaveField("Status", corev1.ConditionFalse), HaveField("Reason", hubhistory.ReasonDatabaseError),
