@@ -211,9 +211,36 @@ func (r *Reconciler) writeReplicas(ctx context.Context, root *policyv1.Policy, s
 			return
 		}
 	}
-	written := r.writeAll(ctx, root, toWrite, out)
+	written := r.writeInGroupOrder(ctx, root, &plan, toWrite, out)
 	root.Status.Rollout = plan.Status(respecced.Intersection(written))
 	r.updateSetConditions(ctx, root, gated, out)
+}
+
+// writeInGroupOrder writes ps decision group by decision group, in the
+// plan's order, the clusters of no gated group first: no replica of a
+// later group is written before those of the earlier ones, also when a
+// change reaches several groups at once (one that changes only metadata);
+// a group's replicas are written at once (writeAll). It returns the
+// clusters whose replica now has the desired spec.
+func (r *Reconciler) writeInGroupOrder(ctx context.Context, root *policyv1.Policy, plan *RolloutPlan, ps []preparedReplica,
+	out *syncOutcome) sets.Set[string] {
+	rank := map[string]int{}
+	for i, g := range plan.groups {
+		for _, c := range g.clusters {
+			if _, seen := rank[c]; !seen {
+				rank[c] = i + 1
+			}
+		}
+	}
+	batches := map[int][]preparedReplica{}
+	for _, p := range ps {
+		batches[rank[p.desired.Namespace]] = append(batches[rank[p.desired.Namespace]], p)
+	}
+	written := sets.New[string]()
+	for _, k := range slices.Sorted(maps.Keys(batches)) {
+		written = written.Union(r.writeAll(ctx, root, batches[k], out))
+	}
+	return written
 }
 
 // sameSpec reports whether existing, when there is one, has the spec of
