@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -322,20 +321,7 @@ func controllerTimes(ctx context.Context, p *process) (queueTimes, error) {
 		return nil, err
 	}
 	out := queueTimes{}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		name, labelText, ok := strings.Cut(line, "{")
-		if !ok {
-			continue
-		}
-		end := strings.LastIndex(labelText, "}")
-		if end < 0 {
-			continue
-		}
-		labels := parseLabels(labelText[:end])
-		v, err := strconv.ParseFloat(strings.TrimSpace(labelText[end+1:]), 64)
-		if err != nil {
-			continue
-		}
+	eachSample(data, func(name string, labels map[string]string, v float64) {
 		c := labels["controller"]
 		if c == "" { // the workqueue metrics name it "name"
 			c = labels["name"]
@@ -351,10 +337,10 @@ func controllerTimes(ctx context.Context, p *process) (queueTimes, error) {
 		case "controller_runtime_reconcile_time_seconds_count":
 			x.reconciles += v
 		default:
-			continue
+			return
 		}
 		out[c] = x
-	}
+	})
 	return out, nil
 }
 

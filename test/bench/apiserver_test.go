@@ -75,22 +75,9 @@ func apiGet(ctx context.Context, cfg *rest.Config, path string, params map[strin
 // verb counts.
 func parseRequests(data []byte, counts func(verb string) bool) requests {
 	w := requests{}
-	s := bufio.NewScanner(bytes.NewReader(data))
-	s.Buffer(make([]byte, 1<<20), 1<<20)
-	const prefix = "apiserver_request_total{"
-	for s.Scan() {
-		line := s.Text()
-		if !strings.HasPrefix(line, prefix) {
-			continue
-		}
-		end := strings.LastIndex(line, "}")
-		if end < 0 {
-			continue
-		}
-		labels := parseLabels(line[len(prefix):end])
-		value, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil || !counts(labels["verb"]) {
-			continue
+	eachSample(data, func(name string, labels map[string]string, value float64) {
+		if name != "apiserver_request_total" || !counts(labels["verb"]) {
+			return
 		}
 		key := labels["resource"]
 		if sub := labels["subresource"]; sub != "" {
@@ -100,8 +87,26 @@ func parseRequests(data []byte, counts func(verb string) bool) requests {
 			key += " (" + code + ")"
 		}
 		w[key] += value
-	}
+	})
 	return w
+}
+
+// eachSample calls f with each labelled sample of a Prometheus text
+// exposition: its metric name, labels and value (lines without labels are
+// left out).
+func eachSample(data []byte, f func(name string, labels map[string]string, value float64)) {
+	s := bufio.NewScanner(bytes.NewReader(data))
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		name, labelText, ok := strings.Cut(s.Text(), "{")
+		end := strings.LastIndex(labelText, "}")
+		if !ok || end < 0 {
+			continue
+		}
+		if value, err := strconv.ParseFloat(strings.TrimSpace(labelText[end+1:]), 64); err == nil {
+			f(name, parseLabels(labelText[:end]), value)
+		}
+	}
 }
 
 // parseLabels parses `a="x",b="y"` (values without escaped quotes).

@@ -72,22 +72,7 @@ func startHistoryBench(ctx context.Context, b testing.TB) *historyBench {
 // startHub starts canopy-hub recording to h.url and waits for its metrics.
 func (h *historyBench) startHub(ctx context.Context, b testing.TB) {
 	b.Helper()
-	var err error
-	h.hub, err = newProcess("canopy-hub", b.TempDir(), "--kubeconfig="+h.cp.KubeconfigPath, "--addon-manager=false",
-		"--history-database="+h.url, "--hub-name=bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := h.hub.start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(h.hub.stop)
-	if err := waitFor(ctx, "canopy-hub's metrics", 100*time.Millisecond, func(ctx context.Context) (bool, error) {
-		_, err := h.hub.scrape(ctx)
-		return err == nil, err
-	}); err != nil {
-		b.Fatal(err)
-	}
+	h.hub = startHub(ctx, b, h.cp.KubeconfigPath, "--history-database="+h.url, "--hub-name=bench")
 }
 
 // switchToPostgres restarts canopy-hub on an empty PostgreSQL and measures

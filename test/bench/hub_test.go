@@ -79,23 +79,31 @@ func BenchmarkHub(b *testing.B) {
 func startHubBench(ctx context.Context, b testing.TB) *hubBench {
 	b.Helper()
 	h := startHubAPIServer(ctx, b)
-	var err error
-	h.hub, err = newProcess("canopy-hub", b.TempDir(), "--kubeconfig="+h.cp.KubeconfigPath, "--addon-manager=false",
+	h.hub = startHub(ctx, b, h.cp.KubeconfigPath,
 		"--zap-time-encoding=rfc3339nano") // Note: the log (BENCH_PPROF keeps it) times each step to the millisecond
+	return h
+}
+
+// startHub starts canopy-hub on the API server of kubeconfig, without its
+// addon manager, with args besides, and waits until it serves its metrics;
+// it is stopped when the benchmark ends.
+func startHub(ctx context.Context, b testing.TB, kubeconfig string, args ...string) *process {
+	b.Helper()
+	p, err := newProcess("canopy-hub", b.TempDir(), append([]string{"--kubeconfig=" + kubeconfig, "--addon-manager=false"}, args...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := h.hub.start(); err != nil {
+	if err := p.start(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(h.hub.stop)
+	b.Cleanup(p.stop)
 	if err := waitFor(ctx, "canopy-hub's metrics", 100*time.Millisecond, func(ctx context.Context) (bool, error) {
-		_, err := h.hub.scrape(ctx)
+		_, err := p.scrape(ctx)
 		return err == nil, err
 	}); err != nil {
 		b.Fatal(err)
 	}
-	return h
+	return p
 }
 
 // seed creates the cluster namespaces and ManagedClusters, the Placements

@@ -3,12 +3,8 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -270,22 +266,12 @@ func readConfigMapTraffic(ctx context.Context, cfg *rest.Config) (apiTraffic, er
 }
 
 // parseConfigMapTraffic sums the ConfigMap reads, their wait and the open
-// watches of a
-// Prometheus text exposition.
+// watches of a Prometheus text exposition.
 func parseConfigMapTraffic(data []byte) apiTraffic {
 	var traffic apiTraffic
-	s := bufio.NewScanner(bytes.NewReader(data))
-	s.Buffer(make([]byte, 1<<20), 1<<20)
-	for s.Scan() {
-		name, labelText, ok := strings.Cut(s.Text(), "{")
-		end := strings.LastIndex(labelText, "}")
-		if !ok || end < 0 {
-			continue
-		}
-		labels := parseLabels(labelText[:end])
-		value, err := strconv.ParseFloat(strings.TrimSpace(labelText[end+1:]), 64)
-		if err != nil || labels["resource"] != "configmaps" || labels["subresource"] != "" {
-			continue
+	eachSample(data, func(name string, labels map[string]string, value float64) {
+		if labels["resource"] != "configmaps" || labels["subresource"] != "" {
+			return
 		}
 		switch {
 		case name == "apiserver_request_total" && (labels["verb"] == "GET" || labels["verb"] == "LIST"):
@@ -295,6 +281,6 @@ func parseConfigMapTraffic(data []byte) apiTraffic {
 		case name == "apiserver_longrunning_requests" && labels["verb"] == "WATCH":
 			traffic.watches += value
 		}
-	}
+	})
 	return traffic
 }

@@ -104,21 +104,7 @@ func startHubTemplatesBench(ctx context.Context, b testing.TB) *hubTemplatesBenc
 // startHub starts canopy-hub and waits until it serves its metrics.
 func (t *hubTemplatesBench) startHub(ctx context.Context, b testing.TB) {
 	b.Helper()
-	var err error
-	t.hub, err = newProcess("canopy-hub", b.TempDir(), "--kubeconfig="+t.cp.KubeconfigPath, "--addon-manager=false")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := t.hub.start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(t.hub.stop)
-	if err := waitFor(ctx, "canopy-hub's metrics", 100*time.Millisecond, func(ctx context.Context) (bool, error) {
-		_, err := t.hub.scrape(ctx)
-		return err == nil, err
-	}); err != nil {
-		b.Fatal(err)
-	}
+	t.hub = startHub(ctx, b, t.cp.KubeconfigPath)
 }
 
 // restart restarts canopy-hub with nothing changed, which resolves every

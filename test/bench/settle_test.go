@@ -3,12 +3,8 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,22 +20,7 @@ type queueState struct {
 // queueStates reads the queue state of every controller from metrics text.
 func queueStates(data []byte) map[string]queueState {
 	states := map[string]queueState{}
-	s := bufio.NewScanner(bytes.NewReader(data))
-	s.Buffer(make([]byte, 1<<20), 1<<20)
-	for s.Scan() {
-		name, labelText, ok := strings.Cut(s.Text(), "{")
-		if !ok {
-			continue
-		}
-		end := strings.LastIndex(labelText, "}")
-		if end < 0 {
-			continue
-		}
-		labels := parseLabels(labelText[:end])
-		value, err := strconv.ParseFloat(strings.TrimSpace(labelText[end+1:]), 64)
-		if err != nil {
-			continue
-		}
+	eachSample(data, func(name string, labels map[string]string, value float64) {
 		st := states[labels["controller"]]
 		switch name {
 		case "controller_runtime_reconcile_total":
@@ -47,10 +28,10 @@ func queueStates(data []byte) map[string]queueState {
 		case "workqueue_depth", "workqueue_unfinished_work_seconds":
 			st.busy += value
 		default:
-			continue
+			return
 		}
 		states[labels["controller"]] = st
-	}
+	})
 	return states
 }
 

@@ -127,14 +127,11 @@ type chartRows struct {
 // decides the state it begins with. When it fails, it has answered the
 // request and returns false.
 func (s *Server) readChartRows(w http.ResponseWriter, r *http.Request, q history.Query) (chartRows, bool) {
-	if s.History == nil {
-		http.Error(w, "this hub records no compliance history (--history-database=none)", http.StatusNotFound)
+	if s.noHistory(w) {
 		return chartRows{}, false
 	}
-	res, truncated, err := s.History.newest(r.Context(), q)
-	if err != nil {
-		s.log.Error(err, "Reading compliance history failed")
-		http.Error(w, "the dashboard could not read the compliance history; see the hub's log", http.StatusServiceUnavailable)
+	res, truncated, ok := s.readHistory(w, r, q)
+	if !ok {
 		return chartRows{}, false
 	}
 	window, ok := chartWindow(r.URL.Query().Get("window"), earliest(res), time.Now())

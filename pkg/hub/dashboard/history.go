@@ -79,8 +79,7 @@ type HistoryView = historyview.HistoryView
 // policies or policysets, with ?cluster=, ?hub= and ?since= (a duration
 // such as 36h or 7d, or an RFC 3339 time).
 func (s *Server) historyAPI(w http.ResponseWriter, r *http.Request) {
-	if s.History == nil {
-		http.Error(w, "this hub records no compliance history (--history-database=none)", http.StatusNotFound)
+	if s.noHistory(w) {
 		return
 	}
 	since, err := ParseSince(r.URL.Query().Get("since"), time.Now())
@@ -115,12 +114,10 @@ func (s *Server) historyAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	view.Transitions, view.Gaps = []history.Transition{}, []history.Gap{}
 	if len(view.Policies) > 0 {
-		res, truncated, err := s.History.newest(r.Context(), history.Query{
+		res, truncated, ok := s.readHistory(w, r, history.Query{
 			Hub: r.URL.Query().Get("hub"), Cluster: view.Cluster, Policies: view.Policies, Since: since,
 		})
-		if err != nil {
-			s.log.Error(err, "Reading compliance history failed")
-			http.Error(w, "the dashboard could not read the compliance history; see the hub's log", http.StatusServiceUnavailable)
+		if !ok {
 			return
 		}
 		view.Truncated = truncated
@@ -128,6 +125,28 @@ func (s *Server) historyAPI(w http.ResponseWriter, r *http.Request) {
 		view.Gaps = append(view.Gaps, res.Gaps...)
 	}
 	writeJSON(w, view)
+}
+
+// noHistory answers the request with 404 and returns true when the hub
+// records no history.
+func (s *Server) noHistory(w http.ResponseWriter) bool {
+	if s.History == nil {
+		http.Error(w, "this hub records no compliance history (--history-database=none)", http.StatusNotFound)
+	}
+	return s.History == nil
+}
+
+// readHistory reads the newest transitions and the gaps q selects, and
+// whether there were more transitions than one answer holds. When the
+// store cannot be read, it answers the request and returns false.
+func (s *Server) readHistory(w http.ResponseWriter, r *http.Request, q history.Query) (history.Result, bool, bool) {
+	res, truncated, err := s.History.newest(r.Context(), q)
+	if err != nil {
+		s.log.Error(err, "Reading compliance history failed")
+		http.Error(w, "the dashboard could not read the compliance history; see the hub's log", http.StatusServiceUnavailable)
+		return history.Result{}, false, false
+	}
+	return res, truncated, true
 }
 
 // ParseSince reads a history window's start relative to now: empty means

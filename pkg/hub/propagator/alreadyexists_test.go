@@ -19,16 +19,9 @@ import (
 // an error that says so.
 func TestReplicaTheCacheHasNotSeen(t *testing.T) {
 	g := NewWithT(t)
-	cp := controlplane.ForTest(t, "hub")
-	ctx, c := t.Context(), cp.Client
-	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cluster-a"}})).To(Succeed())
+	ctx, c := t.Context(), clusterA(t)
 	r := &Reconciler{Client: c, APIReader: c}
-	replica := func(name, root string, action policyv1.RemediationAction) *policyv1.Policy {
-		return &policyv1.Policy{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "cluster-a", Name: name, Labels: map[string]string{policyv1.RootPolicyLabel: root}},
-			Spec:       policyv1.PolicySpec{RemediationAction: action, PolicyTemplates: []policyv1.PolicyTemplate{}},
-		}
-	}
+	replica := replicaOnClusterA
 
 	g.Expect(c.Create(ctx, replica("ns.pol", "ns.pol", policyv1.Inform))).To(Succeed())
 	g.Expect(r.applyReplica(ctx, replica("ns.pol", "ns.pol", policyv1.Enforce), nil)).To(Succeed())
@@ -41,4 +34,24 @@ func TestReplicaTheCacheHasNotSeen(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("a Policy that is not a replica of this policy already has its name")))
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: "cluster-a", Name: "ns.other"}, got)).To(Succeed())
 	g.Expect(got.Spec.RemediationAction).To(Equal(policyv1.Inform), "someone else's Policy is left alone")
+}
+
+// clusterA starts a hub API server for t with the namespace cluster-a, and
+// returns its client.
+func clusterA(t *testing.T) client.Client {
+	t.Helper()
+	cp := controlplane.ForTest(t, "hub")
+	if err := cp.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cluster-a"}}); err != nil {
+		t.Fatal(err)
+	}
+	return cp.Client
+}
+
+// replicaOnClusterA is a replica named name of root in cluster-a, with
+// remediation action and no templates.
+func replicaOnClusterA(name, root string, action policyv1.RemediationAction) *policyv1.Policy {
+	return &policyv1.Policy{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "cluster-a", Name: name, Labels: map[string]string{policyv1.RootPolicyLabel: root}},
+		Spec:       policyv1.PolicySpec{RemediationAction: action, PolicyTemplates: []policyv1.PolicyTemplate{}},
+	}
 }

@@ -5,12 +5,9 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/internal/test/controlplane"
 )
 
 // TestReplicaTheCacheShowsBeforeOwnPatch checks that a replica the cache
@@ -19,16 +16,11 @@ import (
 // content asked for differs or the cache shows another version of it.
 func TestReplicaTheCacheShowsBeforeOwnPatch(t *testing.T) {
 	g := NewWithT(t)
-	cp := controlplane.ForTest(t, "hub")
-	ctx, c := t.Context(), cp.Client
-	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cluster-a"}})).To(Succeed())
+	ctx, c := t.Context(), clusterA(t)
 	counting := &patchCounter{Client: c}
 	r := &Reconciler{Client: counting, APIReader: c}
 	replica := func(action policyv1.RemediationAction) *policyv1.Policy {
-		return &policyv1.Policy{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "cluster-a", Name: "ns.pol", Labels: map[string]string{policyv1.RootPolicyLabel: "ns.pol"}},
-			Spec:       policyv1.PolicySpec{RemediationAction: action, PolicyTemplates: []policyv1.PolicyTemplate{}},
-		}
+		return replicaOnClusterA("ns.pol", "ns.pol", action)
 	}
 	g.Expect(c.Create(ctx, replica(policyv1.Inform))).To(Succeed())
 	stale := &policyv1.Policy{}
