@@ -1,11 +1,12 @@
 // Command benchplot draws how each `make bench` stage scales: given the
 // bench-results.json of runs at several BENCH_SCALEs, it plots each
-// stage's time and its process's peak memory against the units of work
+// stage's time, its process's peak memory and the API requests it caused
+// (the row's "requests" figure) against the units of work
 // (replicas, policies, namespaces, clusters), on log-log axes, and prints
 // the exponent of the power law fitted to each (1 is linear; above 1 grows
 // faster than the work).
 //
-//	go run ./hack/benchplot -out docs/performance run-0.1.json run-0.3.json run-1.json
+//	go run ./hack/benchplot -out docs/captures run-0.1.json run-0.3.json run-1.json
 //
 // `make bench-scale` runs the benchmarks at 0.1, 0.3 and 1 and then this.
 package main
@@ -59,6 +60,19 @@ type figure struct {
 var figures = []figure{
 	{name: "time", file: "scaling-time.png", axis: "seconds", of: func(r row) (float64, bool) { return r.Seconds, r.Seconds > 0 }},
 	{name: "peak memory", file: "scaling-memory.png", axis: "peak RSS (MiB)", of: peakRSS},
+	{name: "requests", file: "scaling-requests.png", axis: "API requests", of: extra("requests")},
+}
+
+// extra reads the figure of a row's extra metric called name.
+func extra(name string) func(row) (float64, bool) {
+	return func(r row) (float64, bool) {
+		for _, m := range r.Extra {
+			if m.Name == name && m.Value > 0 {
+				return m.Value, true
+			}
+		}
+		return 0, false
+	}
 }
 
 // peakRSS is the peak RSS a row reports for its process.
@@ -99,10 +113,17 @@ func run(w io.Writer, dir string, paths []string) error {
 		reports = append(reports, r)
 	}
 	stages := curves(reports)
-	fmt.Fprintln(w, "| stage | unit | points | time exponent | peak memory exponent |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|")
+	fmt.Fprint(w, "| stage | unit | points |")
+	for _, f := range figures {
+		fmt.Fprintf(w, " %s exponent |", f.name)
+	}
+	fmt.Fprint(w, "\n|---|---|---:|", strings.Repeat("---:|", len(figures)), "\n")
 	for _, s := range stages {
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %s |\n", s.stage, s.unit, len(s.rows), exponentText(s, figures[0]), exponentText(s, figures[1]))
+		fmt.Fprintf(w, "| %s | %s | %d |", s.stage, s.unit, len(s.rows))
+		for _, f := range figures {
+			fmt.Fprintf(w, " %s |", exponentText(s, f))
+		}
+		fmt.Fprintln(w)
 	}
 	for _, f := range figures {
 		if err := draw(filepath.Join(dir, f.file), f, stages); err != nil {

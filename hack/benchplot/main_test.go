@@ -17,7 +17,7 @@ func TestRun(t *testing.T) {
 	for _, scale := range []float64{0.1, 0.3, 1} {
 		n := 1000 * scale
 		r := report{Scale: scale, Rows: []row{
-			{Stage: "linear", Unit: "replicas", Units: n, Seconds: n / 100, Extra: []metric{{Name: "hub peak RSS", Value: 50 + n/10}}},
+			{Stage: "linear", Unit: "replicas", Units: n, Seconds: n / 100, Extra: []metric{{Name: "hub peak RSS", Value: 50 + n/10}, {Name: "requests", Value: 3 * n}}},
 			{Stage: "quadratic", Unit: "namespaces", Units: n, Seconds: n * n / 1e4},
 			{Stage: "no units", Seconds: 3},
 		}}
@@ -35,7 +35,7 @@ func TestRun(t *testing.T) {
 	if err := run(&out, dir, paths); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| linear | replicas | 3 | 1.00 |", "| quadratic | namespaces | 3 | 2.00 | – |"} {
+	for _, want := range []string{"| linear | replicas | 3 | 1.00 |", "| 1.00 |\n", "| quadratic | namespaces | 3 | 2.00 | – | – |"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("missing %q in\n%s", want, out.String())
 		}
@@ -43,7 +43,7 @@ func TestRun(t *testing.T) {
 	if strings.Contains(out.String(), "no units") {
 		t.Errorf("a row without units is plotted:\n%s", out.String())
 	}
-	for _, f := range []string{"scaling-time.png", "scaling-memory.png"} {
+	for _, f := range []string{"scaling-time.png", "scaling-memory.png", "scaling-requests.png"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}

@@ -55,6 +55,7 @@ func (s *agentBench) converge(ctx context.Context, b testing.TB) []row {
 	w := s.watch(ctx, b)
 	n := s.chains * chainDepth
 	managedBefore, hubBefore := s.writes(ctx, b)
+	counted := countFromNow(ctx, b, s.env.Cluster(agentCluster).Config, s.env.Hub.Config)
 	start := time.Now()
 	profileDuring(ctx, b, s.agent, 30*time.Second, "agent-dependencies")
 	apiServerProfileDuring(ctx, b, s.env.Cluster(agentCluster).Config, 30*time.Second, "agent-dependencies")
@@ -92,6 +93,7 @@ func (s *agentBench) converge(ctx context.Context, b testing.TB) []row {
 			{Name: "writes/policy on the managed cluster", Value: (managed.total() - managed["leases"]) / float64(n)},
 			{Name: "on the hub", Value: hub.total(agentHubResources...) / float64(n)},
 			{Name: "agent peak RSS", Value: s.agent.peakRSS(), Unit: "MiB"},
+			counted.metric(ctx, b),
 		},
 	}}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -144,4 +145,45 @@ func (w requests) total(keys ...string) float64 {
 		}
 	}
 	return sum
+}
+
+// isRequest selects the verbs of requests answered once: all but WATCH
+// and CONNECT, which last as long as their stream.
+func isRequest(verb string) bool { return verb != "WATCH" && verb != "CONNECT" }
+
+// requestCounter counts the requests some API servers answer from the
+// moment it is made: a row's "requests" figure, which benchplot draws
+// against the row's units of work.
+type requestCounter struct {
+	cfgs   []*rest.Config
+	before []requests
+}
+
+// countFromNow starts counting the requests of the API servers of cfgs.
+func countFromNow(ctx context.Context, b testing.TB, cfgs ...*rest.Config) *requestCounter {
+	b.Helper()
+	c := &requestCounter{cfgs: cfgs}
+	for _, cfg := range cfgs {
+		r, err := countRequests(ctx, cfg, isRequest)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.before = append(c.before, r)
+	}
+	return c
+}
+
+// metric is the "requests" figure: every request the API servers answered
+// since countFromNow, the benchmark's own included.
+func (c *requestCounter) metric(ctx context.Context, b testing.TB) metric {
+	b.Helper()
+	var sum float64
+	for i, cfg := range c.cfgs {
+		r, err := countRequests(ctx, cfg, isRequest)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum += r.minus(c.before[i]).total()
+	}
+	return metric{Name: "requests", Value: sum}
 }

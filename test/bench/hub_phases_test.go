@@ -29,7 +29,7 @@ func (h *hubBench) propagate(ctx context.Context, b testing.TB) row {
 	if err != nil {
 		b.Fatal(err)
 	}
-	before := h.writes(ctx, b)
+	before, counted := h.writes(ctx, b), countFromNow(ctx, b, h.cp.Config)
 	cpu, start := h.hub.cpuSeconds(), time.Now()
 	profileDuring(ctx, b, h.hub, 30*time.Second, "hub-propagation")
 	apiServerProfileDuring(ctx, b, h.cp.Config, 30*time.Second, "hub-propagation")
@@ -56,6 +56,7 @@ func (h *hubBench) propagate(ctx context.Context, b testing.TB) row {
 			{Name: "root status writes", Value: d.total("policies/status")},
 			{Name: "hub CPU per replica", Value: used * 1000 / float64(replicas), Unit: "ms"},
 			{Name: "hub peak RSS", Value: h.hub.peakRSS(), Unit: "MiB"},
+			counted.metric(ctx, b),
 		},
 	}
 }

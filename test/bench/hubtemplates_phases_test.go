@@ -32,6 +32,7 @@ func (t *hubTemplatesBench) resolve(ctx context.Context, b testing.TB) row {
 		b.Fatal(err)
 	}
 	before, traffic := t.writes(ctx, b), t.configMapTraffic(ctx, b)
+	counted := countFromNow(ctx, b, t.cp.Config)
 	cpu, start := t.hub.cpuSeconds(), time.Now()
 	profileDuring(ctx, b, t.hub, 30*time.Second, "hub-templates-resolve")
 	if err := t.createTemplatedRoots(ctx); err != nil {
@@ -52,6 +53,7 @@ func (t *hubTemplatesBench) resolve(ctx context.Context, b testing.TB) row {
 			{Name: "refused writes", Value: d.refused()},
 			{Name: "hub CPU", Value: t.hub.cpuSeconds() - cpu, Unit: "s"},
 			{Name: "hub peak RSS", Value: t.hub.peakRSS(), Unit: "MiB"},
+			counted.metric(ctx, b),
 		}, t.configMapTraffic(ctx, b).since(traffic)...),
 	}
 }

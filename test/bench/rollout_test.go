@@ -156,7 +156,7 @@ func (r *rolloutBench) change(ctx context.Context, b testing.TB) row {
 	if err != nil {
 		b.Fatal(err)
 	}
-	before := r.writes(ctx, b)
+	before, counted := r.writes(ctx, b), countFromNow(ctx, b, r.cp.Config)
 	start := time.Now()
 	profileDuring(ctx, b, r.hub, 15*time.Second, "rollout-change")
 	r.setTemplate("rollout-v2")
@@ -181,6 +181,7 @@ func (r *rolloutBench) change(ctx context.Context, b testing.TB) row {
 			{Name: "refused writes", Value: d.refused()},
 			{Name: "root status writes", Value: d.total("policies/status") - float64(len(r.clusters))},
 			{Name: "hub peak RSS", Value: r.hub.peakRSS(), Unit: "MiB"},
+			counted.metric(ctx, b),
 		},
 	}
 }

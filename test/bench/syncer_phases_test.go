@@ -41,6 +41,7 @@ func (s *syncerBench) coldStart(ctx context.Context, b testing.TB) row {
 		b.Fatal(err)
 	}
 	before, readsBefore := s.writes(ctx, b), s.reads(ctx, b)
+	counted := countFromNow(ctx, b, cfg)
 	start := time.Now()
 	if err := s.agent.start(); err != nil {
 		b.Fatal(err)
@@ -70,6 +71,7 @@ func (s *syncerBench) coldStart(ctx context.Context, b testing.TB) row {
 			{Name: "refused writes", Value: d.refused()},
 			{Name: "reads/namespace", Value: reads.total() / float64(n)},
 			{Name: "agent peak RSS", Value: s.agent.peakRSS(), Unit: "MiB"},
+			counted.metric(ctx, b),
 		},
 	}
 }
