@@ -34,11 +34,6 @@ const (
 	// SyncerConcurrency is how many keys the hierarchical syncer reconciles
 	// at once.
 	SyncerConcurrency = 2
-	// SyncerWritesPerScope is how many writes of one of the syncer's plans
-	// (a namespace's objects) are sent at once: each waits on the API
-	// server, and one at a time left the agent and the API server mostly
-	// idle (make bench: syncer cold start).
-	SyncerWritesPerScope = 8
 )
 
 // Concurrency returns n when it is positive, def otherwise: a controller's

@@ -41,17 +41,6 @@ type Tree struct {
 	// Broken are the nodes whose ancestry cannot be computed (cycle, missing
 	// parent, duplicate object): their namespaces are left alone.
 	Broken map[string]bool
-	// decoded are each node's resources, decoded once by Build: ObjectsOf
-	// runs for every namespace planned, and decoding its ancestry's JSON
-	// each time was a fifth of the syncer's allocations on a restart (make
-	// bench: syncer restart's heap profile).
-	decoded map[string][]decodedResource
-}
-
-// decodedResource is one of a node's resources decoded, or why it cannot be.
-type decodedResource struct {
-	object *unstructured.Unstructured
-	err    error
 }
 
 // Build builds and validates the tree of p.
@@ -63,7 +52,6 @@ func Build(p *hierarchyv1alpha1.HierarchyPolicy) *Tree {
 		merge:   map[schema.GroupKind]hierarchyv1alpha1.MergeRule{},
 		Broken:  map[string]bool{},
 		Managed: p.Spec.ManagedKinds,
-		decoded: map[string][]decodedResource{},
 	}
 	for _, mk := range p.Spec.ManagedKinds {
 		if mk.Merge != "" {
@@ -75,7 +63,6 @@ func Build(p *hierarchyv1alpha1.HierarchyPolicy) *Tree {
 			t.Problems = append(t.Problems, fmt.Sprintf("node %s is declared twice", n.Name))
 		}
 		t.Nodes[n.Name] = n
-		t.decoded[n.Name] = decodeAll(n.Resources)
 		if reservedNamespaces[n.Name] {
 			t.Problems = append(t.Problems, fmt.Sprintf("node %s: namespace %s is reserved", n.Name, n.Name))
 			t.Broken[n.Name] = true
@@ -162,11 +149,11 @@ func (t *Tree) ObjectsOf(node string) ([]*unstructured.Unstructured, error) {
 	byKey := map[ObjectKey]*unstructured.Unstructured{}
 	from := map[ObjectKey]string{}
 	for _, level := range chain {
-		for i, r := range t.resourcesOf(level) {
-			if r.err != nil {
-				return nil, fmt.Errorf("node %s: resources[%d]: %w", level, i, r.err)
+		for i, raw := range t.Nodes[level].Resources {
+			u, err := Decode(raw)
+			if err != nil {
+				return nil, fmt.Errorf("node %s: resources[%d]: %w", level, i, err)
 			}
-			u := r.object.DeepCopy()
 			u.SetNamespace(node)
 			key := KeyOf(u)
 			prev, dup := byKey[key]
@@ -185,24 +172,6 @@ func (t *Tree) ObjectsOf(node string) ([]*unstructured.Unstructured, error) {
 		}
 	}
 	return SortedObjects(byKey), nil
-}
-
-// resourcesOf returns node's resources decoded: once by Build, or now for
-// a Tree not built by it.
-func (t *Tree) resourcesOf(node string) []decodedResource {
-	if d, ok := t.decoded[node]; ok {
-		return d
-	}
-	return decodeAll(t.Nodes[node].Resources)
-}
-
-// decodeAll decodes raws.
-func decodeAll(raws []runtime.RawExtension) []decodedResource {
-	out := make([]decodedResource, len(raws))
-	for i, raw := range raws {
-		out[i].object, out[i].err = Decode(raw)
-	}
-	return out
 }
 
 func levelPair(a, b string) string { return a + " and " + b }

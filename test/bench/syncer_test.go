@@ -14,7 +14,6 @@ import (
 	hierarchyv1alpha1 "github.com/canopy-policy/canopy/api/hierarchy/v1alpha1"
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 	"github.com/canopy-policy/canopy/internal/test/testenv"
-	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
 )
 
 // Syncer stage sizes at BENCH_SCALE=1.
@@ -26,13 +25,8 @@ const (
 	// syncerPolicyNamespace holds the HierarchyPolicy on the managed cluster.
 	syncerPolicyNamespace = "bench-syncer"
 	syncerPolicy          = "tree"
-	// syncerWorkers is the syncer's default concurrency: namespace keys
-	// reconciled at once.
-	syncerWorkers = controllerdefaults.SyncerConcurrency
-	// syncerWriters is how many objects the syncer writes at once: each
-	// worker sends up to controllerdefaults.SyncerWritesPerScope of a
-	// namespace's objects together.
-	syncerWriters = syncerWorkers * controllerdefaults.SyncerWritesPerScope
+	// syncerWorkers is the syncer's default concurrency.
+	syncerWorkers = 2
 	// syncerController and syncerNamespaceController are the syncer's
 	// controller names in the agent's metrics: HierarchyPolicy keys and
 	// namespace keys.
@@ -144,8 +138,7 @@ func treePolicy(namespaces []string) *hierarchyv1alpha1.HierarchyPolicy {
 }
 
 // ceiling creates as many namespaces and ConfigMaps as the tree holds with
-// the syncer's concurrency: namespaces first, with its workers, then their
-// objects, with as many writers as its workers send at once.
+// the syncer's concurrency: namespaces first, then their objects.
 func (s *syncerBench) ceiling(ctx context.Context) (float64, error) {
 	n := len(s.namespaces)
 	name := func(i int) string { return fmt.Sprintf("ceiling-%04d", i) }
@@ -153,7 +146,7 @@ func (s *syncerBench) ceiling(ctx context.Context) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	cmSeconds, err := ceiling(ctx, s.managed, n*inheritedObjects, syncerWriters, func(i int) client.Object {
+	cmSeconds, err := ceiling(ctx, s.managed, n*inheritedObjects, syncerWorkers, func(i int) client.Object {
 		return &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("inherited-%d", i%inheritedObjects), Namespace: name(i / inheritedObjects)},
 			Data:       map[string]string{"key": "value"},

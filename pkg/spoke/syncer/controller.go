@@ -65,10 +65,6 @@ type Reconciler struct {
 	// MaxConcurrentReconciles is how many keys each of the two controllers
 	// reconciles at once; zero means controllerdefaults.SyncerConcurrency.
 	MaxConcurrentReconciles int
-	// WritesPerScope is how many of one plan's writes (a namespace's
-	// objects, or the cluster-scoped ones) are sent at once; zero means
-	// controllerdefaults.SyncerWritesPerScope.
-	WritesPerScope int
 
 	mapper    meta.RESTMapper
 	discovery discovery.DiscoveryInterface

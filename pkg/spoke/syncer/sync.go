@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +16,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/canopy-policy/canopy/pkg/controllerdefaults"
 	"github.com/canopy-policy/canopy/pkg/hierarchy"
 )
 
@@ -129,75 +127,40 @@ func (t *tree) strictKinds() map[schema.GroupKind]bool {
 
 // apply writes the changes of o's plan under enforce, recording failures.
 // It leaves each action's object reduced to its kind and name, all that
-// is read of it afterwards. The writes of one plan are independent (its
-// Namespace is applied before the objects in it, planNamespace), so up to
-// controllerdefaults.SyncerWritesPerScope of them are sent at once: a
-// namespace's objects written one after another kept the syncer waiting
-// on one answer at a time (make bench: syncer cold start). Outcomes are
-// recorded in the plan's order.
+// is read of it afterwards.
 func (r *Reconciler) apply(ctx context.Context, o *outcome, enforce bool) {
 	o.applied = enforce
 	defer o.stubObjects()
 	if !enforce {
 		return
 	}
-	results := make([]written, len(o.actions))
-	sem := make(chan struct{}, controllerdefaults.Concurrency(r.WritesPerScope, controllerdefaults.SyncerWritesPerScope))
-	var wg sync.WaitGroup
-	for i, a := range o.actions {
-		if !a.changes() {
-			continue
-		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			results[i] = r.write(ctx, a)
-		})
-	}
-	wg.Wait()
 	log := ctrl.LoggerFrom(ctx)
 	for i, a := range o.actions {
-		res := results[i]
-		switch {
-		case !a.changes():
+		var err error
+		obj := a.object.DeepCopy()
+		switch a.op {
+		case opCreate:
+			err = r.ManagedClient.Create(ctx, obj)
+		case opUpdate:
+			err = r.ManagedClient.Update(ctx, obj) // in place, with optimistic locking
+		case opDelete:
+			err = client.IgnoreNotFound(r.ManagedClient.Delete(ctx, a.object,
+				client.Preconditions{UID: ptrUID(a.object), ResourceVersion: ptrRV(a.object)}))
+		default:
 			continue
-		case res.err != nil:
-			o.failed.setWrite(i, fmt.Errorf("%s %s: %w", a.op, keyOf(a.object), res.err))
+		}
+		if err != nil {
+			o.failed.setWrite(i, fmt.Errorf("%s %s: %w", a.op, keyOf(a.object), err))
 			continue
-		case a.op != opDelete:
+		}
+		if a.op != opDelete {
 			if o.written == nil {
 				o.written = map[types.UID]string{}
 			}
-			o.written[res.uid] = res.resourceVersion
+			o.written[obj.GetUID()] = obj.GetResourceVersion()
 		}
 		log.Info("Synced", "op", a.op, "kind", a.object.GetKind(), "object", klog.KObj(a.object), "reason", a.reason)
 	}
-}
-
-// written is what one write of a plan returned: the object's UID and
-// resourceVersion after a create or an update, or the error.
-type written struct {
-	uid             types.UID
-	resourceVersion string
-	err             error
-}
-
-// write sends the write of action a: a create, an update in place (with
-// optimistic locking) or a delete preconditioned on the UID and
-// resourceVersion planned from.
-func (r *Reconciler) write(ctx context.Context, a action) written {
-	obj := a.object.DeepCopy()
-	var err error
-	switch a.op {
-	case opCreate:
-		err = r.ManagedClient.Create(ctx, obj)
-	case opUpdate:
-		err = r.ManagedClient.Update(ctx, obj)
-	case opDelete:
-		err = client.IgnoreNotFound(r.ManagedClient.Delete(ctx, a.object,
-			client.Preconditions{UID: ptrUID(a.object), ResourceVersion: ptrRV(a.object)}))
-	}
-	return written{uid: obj.GetUID(), resourceVersion: obj.GetResourceVersion(), err: err}
 }
 
 // stubObjects reduces the object of each of o's actions to its kind and
