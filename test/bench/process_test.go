@@ -51,6 +51,9 @@ func newProcess(binary, dir string, args ...string) (*process, error) {
 		return nil, fmt.Errorf("%s not built (make build): %w", path, err)
 	}
 	if d := os.Getenv("BENCH_PPROF"); d != "" { // keep the logs beside the profiles
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return nil, fmt.Errorf("BENCH_PPROF: %w", err)
+		}
 		dir = d
 	}
 	p := &process{name: path, logPath: filepath.Join(dir, binary+".log")}
