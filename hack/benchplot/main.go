@@ -65,24 +65,23 @@ var figures = []figure{
 
 // extra reads the figure of a row's extra metric called name.
 func extra(name string) func(row) (float64, bool) {
+	return metricWhere(func(n string) bool { return n == name })
+}
+
+// peakRSS is the peak RSS a row reports for its process.
+var peakRSS = metricWhere(func(n string) bool { return strings.HasSuffix(n, "peak RSS") })
+
+// metricWhere reads the first positive extra metric of a row whose name
+// matches.
+func metricWhere(matches func(name string) bool) func(row) (float64, bool) {
 	return func(r row) (float64, bool) {
 		for _, m := range r.Extra {
-			if m.Name == name && m.Value > 0 {
+			if matches(m.Name) && m.Value > 0 {
 				return m.Value, true
 			}
 		}
 		return 0, false
 	}
-}
-
-// peakRSS is the peak RSS a row reports for its process.
-func peakRSS(r row) (float64, bool) {
-	for _, m := range r.Extra {
-		if strings.HasSuffix(m.Name, "peak RSS") && m.Value > 0 {
-			return m.Value, true
-		}
-	}
-	return 0, false
 }
 
 func main() {
