@@ -58,9 +58,10 @@ verify: ## Fail when a generated file or go.mod is stale.
 ##@ Test
 
 .PHONY: test
-test: lint verify envtest-assets ocm-assets gatekeeper-assets kubectl-assets ## Run every test (unit, envtest, e2e) against real API servers, then fuzz briefly.
-	go test $(GO_TEST_FLAGS) ./...
-	$(MAKE) --no-print-directory fuzz FUZZTIME=2000x
+test: ## Run every test (unit, envtest, e2e) against real API servers, then fuzz briefly; ends with the time of each phase and the slowest packages.
+	@# hack/testrun runs the phases in order: assets, lint, verify,
+	@# go test $(GO_TEST_FLAGS) ./..., make fuzz FUZZTIME=2000x.
+	go run ./hack/testrun -go-test-flags '$(GO_TEST_FLAGS)' -fuzztime 2000x
 
 # make test fuzzes each target for a number of inputs, not a duration: with
 # a duration, Go 1.26's fuzz coordinator can fail a target with "context
@@ -135,6 +136,13 @@ image-push: image ## Push the image to IMAGE (IMAGE=registry/repo:tag make image
 	@test -n '$(IMAGE)' || { echo 'IMAGE is required: IMAGE=registry/repo:tag make image-push'; exit 1; }
 	go run ./hack/image push -layout $(IMAGE_LAYOUT) -image '$(IMAGE)'
 
+.PHONY: release-check
+release-check: ## Build and check the image and the plugin archives for every release platform (make test builds this machine's only).
+	CANOPY_ALL_PLATFORMS=1 go test $(GO_TEST_FLAGS) ./hack/image ./hack/plugin-dist
+
+.PHONY: release
+release: release-check image plugin-dist ## Check every platform, then build the image (bin/image) and the plugin archives (bin/dist).
+
 .PHONY: plugin-dist
 plugin-dist: ## Build kubectl-canopy's archives (linux, darwin x amd64, arm64), checksums.txt and the krew manifest canopy.yaml into bin/dist.
 	go run ./hack/plugin-dist -out bin/dist
@@ -143,7 +151,7 @@ plugin-dist: ## Build kubectl-canopy's archives (linux, darwin x amd64, arm64), 
 
 .PHONY: envtest-assets
 envtest-assets: ## Build kube-apiserver, kube-controller-manager and etcd into bin/k8s/ (once; minutes the first time).
-	KUBE_VERSION=$(KUBE_VERSION) ENVTEST_ASSETS_DIR=$(ENVTEST_ASSETS) hack/install-envtest-assets.sh
+	KUBE_VERSION=$(KUBE_VERSION) $(if $(filter-out $(CURDIR)/bin/k8s/$(KUBE_VERSION),$(ENVTEST_ASSETS)),ENVTEST_ASSETS_DIR=$(ENVTEST_ASSETS)) hack/install-envtest-assets.sh
 
 .PHONY: ocm-assets
 ocm-assets: ## Build OCM's registration, work, placement and addon binaries into bin/ocm/ (once; minutes the first time).

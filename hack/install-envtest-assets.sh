@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # install-envtest-assets.sh builds the control-plane binaries the tests run
 # (kube-apiserver, kube-controller-manager and etcd) from the Go module proxy
-# into bin/k8s/<version>/. kube-controller-manager runs on the hub only, with
+# into the machine's asset cache (hack/lib/assets.sh), linked from
+# bin/k8s/<version>/. kube-controller-manager runs on the hub only, with
 # its CSR signing and approving controllers: it signs the client certificates
 # OCM's registration asks for.
-# It does nothing when they are already there, so runs after the first are free.
+# It does nothing when they are already there, so runs after the first, and
+# other checkouts on the machine, are free. Each binary is built in a scratch
+# directory and moved into place, so an interrupted build leaves none that
+# looks complete.
 #
 # Note: `go install k8s.io/kubernetes/cmd/kube-apiserver@vX` is refused because
 # k8s.io/kubernetes replaces its staging modules with local paths; a scratch
@@ -15,7 +19,11 @@ set -euo pipefail
 KUBE_VERSION="${KUBE_VERSION:-1.37.1}"
 ETCD_VERSION="${ETCD_VERSION:-3.6.16}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dest="${ENVTEST_ASSETS_DIR:-$root/bin/k8s/$KUBE_VERSION}"
+asset_override="${ENVTEST_ASSETS_DIR:-}"
+# shellcheck source=lib/assets.sh
+source "$root/hack/lib/assets.sh"
+asset_begin k8s "$KUBE_VERSION-etcd$ETCD_VERSION" "$KUBE_VERSION"
+dest="$asset_dest"
 
 kube_components=(kube-apiserver kube-controller-manager)
 missing_kube=()
@@ -25,7 +33,6 @@ done
 if [[ ${#missing_kube[@]} == 0 && -x "$dest/etcd" ]]; then
 	exit 0
 fi
-mkdir -p "$dest"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0
@@ -61,7 +68,8 @@ build_kube() {
 	ldflags+=" -X k8s.io/component-base/version.gitMajor=1"
 	ldflags+=" -X k8s.io/component-base/version.gitMinor=$minor"
 	for c in "${missing_kube[@]}"; do
-		go build -trimpath -ldflags "$ldflags" -o "$dest/$c" "k8s.io/kubernetes/cmd/$c"
+		go build -trimpath -ldflags "$ldflags" -o "$work/$c" "k8s.io/kubernetes/cmd/$c"
+		mv "$work/$c" "$dest/$c"
 	done
 }
 
@@ -73,7 +81,8 @@ build_etcd() {
 	go mod edit -require="go.etcd.io/etcd/server/v3@v$ETCD_VERSION"
 	printf 'package tools\n\nimport _ "go.etcd.io/etcd/server/v3/etcdmain"\n' >tools.go
 	go mod tidy >/dev/null
-	go build -trimpath -ldflags "-s -w" -o "$dest/etcd" go.etcd.io/etcd/server/v3
+	go build -trimpath -ldflags "-s -w" -o "$work/etcd.bin" go.etcd.io/etcd/server/v3
+	mv "$work/etcd.bin" "$dest/etcd"
 }
 
 echo "Building ${missing_kube[*]} v$KUBE_VERSION and etcd v$ETCD_VERSION into $dest (a few minutes the first time)" >&2

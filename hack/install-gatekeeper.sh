@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # install-gatekeeper.sh builds Gatekeeper's manager (the audit and webhook
 # binary, the root package of github.com/open-policy-agent/gatekeeper/v3)
-# from the Go module proxy into bin/gatekeeper/<version>/manager, and copies
-# its CRDs (the Helm chart's crds/ directory, plain YAML) beside it under
-# bin/gatekeeper/<version>/crds/. internal/test/gatekeeper runs the manager
-# audit-only against a test API server. It does nothing when both are
-# already there, so runs after the first are free.
+# from the Go module proxy into the machine's asset cache
+# (hack/lib/assets.sh), linked from bin/gatekeeper/<version>/, as manager,
+# and copies its CRDs (the Helm chart's crds/ directory, plain YAML) beside
+# it under crds/. internal/test/gatekeeper runs the manager audit-only
+# against a test API server. It does nothing when both are already there, so
+# runs after the first, and other checkouts on the machine, are free.
 #
 # Note: Gatekeeper is built from a scratch module of its own, like OCM's
 # binaries (hack/install-ocm-binaries.sh): inside Canopy's module its
@@ -16,14 +17,17 @@ set -euo pipefail
 
 GATEKEEPER_VERSION="${GATEKEEPER_VERSION:-3.20.1}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dest="${GATEKEEPER_ASSETS_DIR:-$root/bin/gatekeeper/$GATEKEEPER_VERSION}"
+asset_override="${GATEKEEPER_ASSETS_DIR:-}"
+# shellcheck source=lib/assets.sh
+source "$root/hack/lib/assets.sh"
+asset_begin gatekeeper "$GATEKEEPER_VERSION"
+dest="$asset_dest"
 module="github.com/open-policy-agent/gatekeeper/v3"
 crds=manifest_staging/charts/gatekeeper/crds
 
 if [[ -x "$dest/manager" && -f "$dest/crds/constrainttemplate-customresourcedefinition.yaml" ]]; then
 	exit 0
 fi
-mkdir -p "$dest"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0

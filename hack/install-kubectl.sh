@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # install-kubectl.sh builds kubectl (k8s.io/kubernetes/cmd/kubectl, with its
-# kustomize for `kubectl apply -k`) from the Go module proxy into
+# kustomize for `kubectl apply -k`) from the Go module proxy into the
+# machine's asset cache (hack/lib/assets.sh), linked from
 # bin/kubectl/<version>/, for test/install, which runs the commands of
 # docs/install.md as a person would. It does nothing when kubectl is already
-# there, so runs after the first are free.
+# there, so runs after the first, and other checkouts on the machine, are free.
 #
 # Note: as hack/install-envtest-assets.sh explains, k8s.io/kubernetes cannot
 # be built with `go install`; a scratch module that pins each staging module
@@ -12,10 +13,13 @@ set -euo pipefail
 
 KUBE_VERSION="${KUBE_VERSION:-1.37.1}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dest="${KUBECTL_DIR:-$root/bin/kubectl/$KUBE_VERSION}"
+asset_override="${KUBECTL_DIR:-}"
+# shellcheck source=lib/assets.sh
+source "$root/hack/lib/assets.sh"
+asset_begin kubectl "$KUBE_VERSION"
+dest="$asset_dest"
 [[ -x "$dest/kubectl" ]] && exit 0
 
-mkdir -p "$dest"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0

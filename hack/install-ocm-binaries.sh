@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # install-ocm-binaries.sh builds OCM's own binaries (registration, work,
 # placement, and addon for its API conversion webhook) from the Go module
-# proxy into bin/ocm/<version>/, and copies
-# the manifests internal/test/ocmagents reads beside them, under
-# bin/ocm/<version>/manifests/ at their paths in the ocm module. It does
-# nothing when they are already there, so runs after the first are free.
+# proxy into the machine's asset cache (hack/lib/assets.sh), linked from
+# bin/ocm/<version>/, and copies the manifests internal/test/ocmagents reads
+# beside them, under manifests/ at their paths in the ocm module. It does
+# nothing when they are already there, so runs after the first, and other
+# checkouts on the machine, are free.
 #
 # Note: OCM is built from a scratch module of its own, like the control
 # plane: inside Canopy's module its dependencies (openshift/api, its own
@@ -15,7 +16,11 @@ set -euo pipefail
 
 OCM_VERSION="${OCM_VERSION:-1.2.0}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dest="${OCM_ASSETS_DIR:-$root/bin/ocm/$OCM_VERSION}"
+asset_override="${OCM_ASSETS_DIR:-}"
+# shellcheck source=lib/assets.sh
+source "$root/hack/lib/assets.sh"
+asset_begin ocm "$OCM_VERSION"
+dest="$asset_dest"
 components=(registration work placement addon)
 # manifests are what internal/test/ocmagents needs: the hub RBAC OCM
 # registration gives each cluster's work agent, the bootstrap ClusterRole
@@ -41,7 +46,6 @@ done
 if [[ ${#missing_bins[@]} == 0 && ${#missing_manifests[@]} == 0 ]]; then
 	exit 0
 fi
-mkdir -p "$dest"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 export GOFLAGS=-mod=mod GOWORK=off CGO_ENABLED=0
@@ -77,6 +81,7 @@ fi
 go mod tidy >/dev/null
 for c in "${missing_bins[@]}"; do
 	echo "building OCM $c v$OCM_VERSION into $dest"
-	go build -trimpath -ldflags "-s -w" -o "$dest/$c" "open-cluster-management.io/ocm/cmd/$c"
+	go build -trimpath -ldflags "-s -w" -o "$work/$c.bin" "open-cluster-management.io/ocm/cmd/$c"
+	mv "$work/$c.bin" "$dest/$c"
 done
 echo "install-ocm-binaries.sh: built in ${SECONDS}s"

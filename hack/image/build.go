@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/canopy-policy/canopy/hack/internal/crossbuild"
 	"github.com/canopy-policy/canopy/hack/internal/gitmeta"
 )
 
@@ -117,6 +118,9 @@ type buildOptions struct {
 	// caBundle is the file the image carries as caPath.
 	caBundle string
 	meta     metadata
+	// architectures are the platforms to build; nil means all the
+	// image's (a test builds this machine's alone).
+	architectures []string
 }
 
 // build compiles the binaries for every architecture and assembles the
@@ -136,7 +140,11 @@ func build(ctx context.Context, opts buildOptions) (v1.ImageIndex, error) {
 	}
 	defer func() { _ = os.RemoveAll(tmp) }() // a leftover temporary directory is no failure
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
-	for _, arch := range architectures {
+	archs := opts.architectures
+	if archs == nil {
+		archs = architectures
+	}
+	for _, arch := range archs {
 		dir := filepath.Join(tmp, arch)
 		if err := compile(ctx, opts.module, arch, dir); err != nil {
 			return nil, err
@@ -292,7 +300,7 @@ func compile(ctx context.Context, module, arch, dir string) error {
 	}
 	cmd := exec.CommandContext(ctx, "go", args...) //nolint:gosec // go build of the module's own packages
 	cmd.Dir = module
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOFLAGS=", "GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=")
+	cmd.Env = crossbuild.Env("linux", arch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build for linux/%s: %w\n%s", arch, err, out)
 	}

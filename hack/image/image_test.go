@@ -27,13 +27,15 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
+
+	"github.com/canopy-policy/canopy/hack/internal/crossbuild"
 )
 
 // moduleRoot is Canopy's module, two levels above this package.
 const moduleRoot = "../.."
 
 // builds holds the image built from this tree, once per test run: it
-// cross-compiles two binaries for two architectures.
+// compiles two binaries for each architecture of testArchitectures.
 var builds struct {
 	once   sync.Once
 	meta   metadata
@@ -65,8 +67,12 @@ func buildInto(ctx context.Context, meta metadata) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	archs, err := testArchitectures()
+	if err != nil {
+		return "", err
+	}
 	start := time.Now()
-	idx, err := build(ctx, buildOptions{module: moduleRoot, caBundle: defaultCABundle, meta: meta})
+	idx, err := build(ctx, buildOptions{module: moduleRoot, caBundle: defaultCABundle, meta: meta, architectures: archs})
 	if err != nil {
 		return "", err
 	}
@@ -75,6 +81,41 @@ func buildInto(ctx context.Context, meta metadata) (string, error) {
 	}
 	log.Printf("Built the image into %s in %s", dir, time.Since(start).Round(time.Second))
 	return dir, nil
+}
+
+// imagePlatforms are the image's platforms.
+func imagePlatforms() []crossbuild.Platform {
+	var ps []crossbuild.Platform
+	for _, arch := range architectures {
+		ps = append(ps, crossbuild.Platform{OS: "linux", Arch: arch})
+	}
+	return ps
+}
+
+// testArchitectures are the architectures the tests build: this
+// machine's, or every one with make release-check.
+func testArchitectures() ([]string, error) {
+	ps, err := crossbuild.ToBuild(imagePlatforms())
+	var archs []string
+	for _, p := range ps {
+		archs = append(archs, p.Arch)
+	}
+	return archs, err
+}
+
+// TestReleaseArchitecturesResolve checks, without compiling, that the
+// image's binaries and everything they import resolve for each of its
+// platforms, the ones the other tests do not build too.
+func TestReleaseArchitecturesResolve(t *testing.T) {
+	g := NewWithT(t)
+	var pkgs []string
+	for _, b := range binaries {
+		pkgs = append(pkgs, b.pkg)
+	}
+	for _, p := range imagePlatforms() {
+		g.Expect(crossbuild.Resolve(t.Context(), moduleRoot, p, pkgs...)).To(Succeed())
+	}
+	g.Expect(architectures).To(ConsistOf("amd64", "arm64"))
 }
 
 // tmpRoot holds every layout and tree the tests write.
@@ -170,7 +211,8 @@ func dirTree(t *testing.T, dir string) map[string]entry {
 }
 
 // TestImageFromRegistry pushes the image to an in-process registry, pulls
-// it back and checks what a cluster would run: both platforms, the
+// it back and checks what a cluster would run: its platforms (this
+// machine's; all with make release-check), the
 // entrypoint, the non-root user and the user database that names it,
 // the labels, static binaries for each architecture, and that this
 // machine's binaries run.
@@ -233,7 +275,13 @@ func TestImageFromRegistry(t *testing.T) {
 			}
 		}
 	}
-	g.Expect(platforms).To(ConsistOf("linux/amd64", "linux/arm64/v8"))
+	archs, err := testArchitectures()
+	g.Expect(err).NotTo(HaveOccurred())
+	var want []string
+	for _, arch := range archs {
+		want = append(want, (&v1.Platform{OS: "linux", Architecture: arch, Variant: variant(arch)}).String())
+	}
+	g.Expect(platforms).To(ConsistOf(want))
 	g.Expect(platforms).To(ContainElement(runtime.GOOS+"/"+runtime.GOARCH), "no binary of the image runs on this machine")
 }
 

@@ -21,24 +21,27 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/canopy-policy/canopy/hack/internal/crossbuild"
 	"github.com/canopy-policy/canopy/hack/internal/gitmeta"
 )
 
 // platform is one OS and architecture the plugin ships for.
-type platform struct{ os, arch string }
+type platform = crossbuild.Platform
 
 // platforms are the platforms kubectl-canopy ships for.
-var platforms = []platform{{"darwin", "amd64"}, {"darwin", "arm64"}, {"linux", "amd64"}, {"linux", "arm64"}}
+var platforms = []platform{{OS: "darwin", Arch: "amd64"}, {OS: "darwin", Arch: "arm64"}, {OS: "linux", Arch: "amd64"}, {OS: "linux", Arch: "arm64"}}
 
 // binary is the plugin's executable: kubectl finds `kubectl canopy` as
 // kubectl-canopy on the PATH.
@@ -62,6 +65,9 @@ func main() {
 type options struct {
 	module, out, uriBase string
 	meta                 metadata
+	// platforms are the platforms built, a subset of the package's
+	// platforms in their order (the tests build this machine's alone).
+	platforms []platform
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -70,7 +76,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&opts.module, "module", ".", "Root of Canopy's module (where go.mod is).")
 	fs.StringVar(&opts.out, "out", "bin/dist", "Directory to write the archives, checksums.txt and canopy.yaml into (replaced).")
 	fs.StringVar(&opts.uriBase, "uri-base", "", "URL the archives are downloaded from; empty means the GitHub release of the version.")
+	only := fs.String("platforms", "", "Comma-separated os/arch pairs to build, of "+fmt.Sprint(platforms)+"; empty means all.")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if opts.platforms, err = choosePlatforms(*only); err != nil {
 		return err
 	}
 	meta, err := metadataOf(ctx, opts.module)
@@ -85,8 +96,31 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "Wrote %s: kubectl-canopy %s (commit %s) for %d platforms, checksums.txt and the krew manifest canopy.yaml\n",
-		opts.out, meta.version, meta.commit, len(platforms))
+		opts.out, meta.version, meta.commit, len(opts.platforms))
 	return nil
+}
+
+// choosePlatforms returns the platforms named in list (os/arch, comma
+// separated) in the order of platforms, or all of them when list is empty.
+func choosePlatforms(list string) ([]platform, error) {
+	if list == "" {
+		return platforms, nil
+	}
+	wanted := map[string]bool{}
+	for _, name := range strings.Split(list, ",") {
+		wanted[strings.TrimSpace(name)] = true
+	}
+	var chosen []platform
+	for _, p := range platforms {
+		if wanted[p.String()] {
+			chosen = append(chosen, p)
+			delete(wanted, p.String())
+		}
+	}
+	if len(wanted) > 0 {
+		return nil, fmt.Errorf("-platforms: %v not among %v", slices.Sorted(maps.Keys(wanted)), platforms)
+	}
+	return chosen, nil
 }
 
 // metadata is what the plugin says of the tree it was built from.
@@ -137,7 +171,7 @@ func metadataOf(ctx context.Context, module string) (metadata, error) {
 
 // archiveName is the archive of p.
 func archiveName(p platform) string {
-	return binary + "_" + p.os + "_" + p.arch + ".tar.gz"
+	return binary + "_" + p.OS + "_" + p.Arch + ".tar.gz"
 }
 
 // dist builds every platform's archive, checksums.txt and canopy.yaml into
@@ -151,7 +185,7 @@ func dist(ctx context.Context, opts options) error {
 	}
 	sums := map[platform]string{}
 	var checksums strings.Builder
-	for _, p := range platforms {
+	for _, p := range opts.platforms {
 		bin, err := compile(ctx, opts, p)
 		if err != nil {
 			return err
@@ -170,7 +204,7 @@ func dist(ctx context.Context, opts options) error {
 	if err := os.WriteFile(filepath.Join(opts.out, "checksums.txt"), []byte(checksums.String()), 0o644); err != nil {
 		return err
 	}
-	manifest, err := yaml.Marshal(krewManifest(opts.meta.version, opts.uriBase, sums))
+	manifest, err := yaml.Marshal(krewManifest(opts.meta.version, opts.uriBase, opts.platforms, sums))
 	if err != nil {
 		return err
 	}
@@ -189,9 +223,9 @@ func compile(ctx context.Context, opts options, p platform) ([]byte, error) {
 	ldflags := "-s -w -X main.version=" + opts.meta.version + " -X main.commit=" + opts.meta.commit
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags="+ldflags, "-o", path, "./cmd/kubectl-canopy") //nolint:gosec // go build of the module's own plugin
 	cmd.Dir = opts.module
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.os, "GOARCH="+p.arch, "GOFLAGS=", "GOAMD64=v1", "GOARM64=v8.0", "GOEXPERIMENT=")
+	cmd.Env = crossbuild.Env(p.OS, p.Arch)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build for %s/%s: %w\n%s", p.os, p.arch, err, out)
+		return nil, fmt.Errorf("go build for %s: %w\n%s", p, err, out)
 	}
 	return os.ReadFile(path) //nolint:gosec // the binary go build just wrote
 }
@@ -258,7 +292,7 @@ type fileAction struct {
 
 // krewManifest is the krew manifest of version, whose archives are at
 // uriBase with the sha256 sums sums.
-func krewManifest(version, uriBase string, sums map[platform]string) plugin {
+func krewManifest(version, uriBase string, built []platform, sums map[platform]string) plugin {
 	m := plugin{
 		APIVersion: "krew.googlecontainertools.github.com/v1alpha2",
 		Kind:       "Plugin",
@@ -273,9 +307,9 @@ func krewManifest(version, uriBase string, sums map[platform]string) plugin {
 				"It never writes to a cluster.\n",
 		},
 	}
-	for _, p := range platforms {
+	for _, p := range built {
 		m.Spec.Platforms = append(m.Spec.Platforms, pluginPlatform{
-			Selector: selector{MatchLabels: map[string]string{"os": p.os, "arch": p.arch}},
+			Selector: selector{MatchLabels: map[string]string{"os": p.OS, "arch": p.Arch}},
 			URI:      strings.TrimSuffix(uriBase, "/") + "/" + archiveName(p),
 			Sha256:   sums[p],
 			Bin:      binary,
