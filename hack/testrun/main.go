@@ -1,7 +1,7 @@
 // Command testrun is make test: it runs the test command's phases in order
 // (assets, lint, verify, tests, fuzz), stops at the first that fails, and
 // ends, pass or fail, with the time each phase took and the ten slowest
-// packages by go test's own figures. The same table is written to
+// packages and tests by go test's own figures. The same table is written to
 // bin/test-times.txt, so a CI log and a local run can be compared.
 //
 // It measures; it asserts nothing about the times. docs/development.md
@@ -13,6 +13,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -40,22 +41,23 @@ func main() {
 	}
 }
 
-// phase is one step of make test: a command, and whether go test's
-// per-package figures are read from its output.
+// phase is one step of make test: a command, and whether its output is go
+// test -json's, whose figures are kept.
 type phase struct {
 	name     string
 	args     []string
 	packages bool
 }
 
-// phases are make test's steps in their order. Each asset build does
-// nothing once the machine's asset cache holds it.
-func phases(goTestFlags, fuzztime string) []phase {
+// phases are make test's steps in their order; pkgs are the packages go
+// test runs, in the order it starts them. Each asset build does nothing
+// once the machine's asset cache holds it.
+func phases(goTestFlags, fuzztime string, pkgs []string) []phase {
 	return []phase{
 		{name: "assets", args: []string{"make", "--no-print-directory", "envtest-assets", "ocm-assets", "gatekeeper-assets", "kubectl-assets"}},
 		{name: "lint", args: []string{"make", "--no-print-directory", "lint"}},
 		{name: "verify", args: []string{"make", "--no-print-directory", "verify"}},
-		{name: "tests", args: append(append([]string{"go", "test"}, strings.Fields(goTestFlags)...), "./..."), packages: true},
+		{name: "tests", args: append(append([]string{"go", "test", "-json"}, strings.Fields(goTestFlags)...), pkgs...), packages: true},
 		{name: "fuzz", args: []string{"make", "--no-print-directory", "fuzz", "FUZZTIME=" + fuzztime}},
 	}
 }
@@ -68,14 +70,74 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	pkgs, err := slowestFirst(ctx)
+	if err != nil {
+		return err
+	}
 	var r result
-	runErr := runPhases(ctx, phases(*goTestFlags, *fuzztime), &r, out)
+	runErr := runPhases(ctx, phases(*goTestFlags, *fuzztime, pkgs), &r, out)
 	table := r.table()
 	fmt.Fprint(out, "\n"+table)
 	if err := writeReport(*report, table); err != nil {
 		fmt.Fprintf(out, "testrun: writing %s: %v\n", *report, err)
 	}
 	return runErr
+}
+
+// slowFirst are the packages that take minutes in make test, slowest
+// first, as the closing table of a warm run on 2 cores listed them, by
+// their directory in the module. go test starts packages in the order it
+// is given them, GOMAXPROCS at a time: a long package started last would
+// run on alone at the end, one core idle. A package missing here only
+// starts later; one that no longer exists is left out.
+var slowFirst = []string{
+	"test/bench",
+	"test/faults",
+	"test/install",
+	"test/e2e",
+	"cmd/kubectl-canopy",
+	"pkg/hub/history",
+	"internal/test/ocmagents",
+	"hack/demo",
+}
+
+// slowestFirst returns the module's packages, those of slowFirst first in
+// its order, then the others in go list's order.
+func slowestFirst(ctx context.Context) ([]string, error) {
+	out, err := exec.CommandContext(ctx, "go", "list", "-f", "{{.ImportPath}} {{.Module.Path}}", "./...").Output()
+	if err != nil {
+		return nil, fmt.Errorf("listing the packages: %w", err)
+	}
+	return orderPackages(strings.Split(strings.TrimSpace(string(out)), "\n"), slowFirst), nil
+}
+
+// orderPackages orders go list lines ("<import path> <module path>"):
+// those whose directory in the module is in first, in first's order, then
+// the others in their order.
+func orderPackages(lines, first []string) []string {
+	rank := map[string]int{}
+	for i, dir := range first {
+		rank[dir] = i
+	}
+	type pkg struct {
+		path string
+		rank int
+	}
+	var pkgs []pkg
+	for _, line := range lines {
+		path, module, _ := strings.Cut(line, " ")
+		r, ok := rank[strings.TrimPrefix(strings.TrimPrefix(path, module), "/")]
+		if !ok {
+			r = len(first)
+		}
+		pkgs = append(pkgs, pkg{path, r})
+	}
+	slices.SortStableFunc(pkgs, func(a, b pkg) int { return a.rank - b.rank })
+	paths := make([]string, len(pkgs))
+	for i, p := range pkgs {
+		paths[i] = p.path
+	}
+	return paths
 }
 
 // runPhases runs each phase in turn, recording its time into r, and
@@ -92,8 +154,9 @@ func runPhases(ctx context.Context, ps []phase, r *result, out io.Writer) error 
 	return nil
 }
 
-// runPhase runs one phase's command, its output passed through, and reads
-// go test's package lines from it when the phase has them.
+// runPhase runs one phase's command, its output passed through; for the
+// tests phase, go test -json's events are turned back into go test's text
+// and their times kept.
 func runPhase(ctx context.Context, p phase, r *result, out io.Writer) error {
 	fmt.Fprintf(out, "==> %s: %s\n", p.name, strings.Join(p.args, " "))
 	cmd := exec.CommandContext(ctx, p.args[0], p.args[1:]...) //nolint:gosec // make test's own fixed commands
@@ -112,7 +175,8 @@ func runPhase(ctx context.Context, p phase, r *result, out io.Writer) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		r.packages = append(r.packages, readPackages(io.TeeReader(pr, out))...)
+		pkgs, tests := readEvents(pr, out)
+		r.packages, r.tests = append(r.packages, pkgs...), append(r.tests, tests...)
 	}()
 	err := cmd.Run()
 	_ = pw.Close() // the reader's end sees EOF; it never fails
@@ -120,36 +184,78 @@ func runPhase(ctx context.Context, p phase, r *result, out io.Writer) error {
 	return err
 }
 
-// packageTime is one package's line of go test output.
-type packageTime struct {
+// timing is how long a package or a test took, and whether it failed.
+type timing struct {
 	name   string
 	took   time.Duration
 	failed bool
 }
 
-// readPackages returns the packages of go test's output lines
-// ("ok  \tpkg\t12.3s", "FAIL\tpkg\t4.5s"), reading r to its end.
-func readPackages(r io.Reader) []packageTime {
-	var pkgs []packageTime
+// event is the part of a go test -json event testrun reads.
+type event struct {
+	Action, Package, Test, Output string
+	Elapsed                       float64
+}
+
+// packageOutput is what one package's test binary printed so far.
+type packageOutput struct {
+	all     strings.Builder
+	summary string // "ok  \tpkg\t1.2s\n", "?   \tpkg\t[no test files]\n"
+}
+
+// readEvents reads go test -json's events from r to its end and returns
+// each package's and each top-level test's time. It prints to out what go
+// test prints without -json: a passing package's summary line alone, and
+// everything a failing package printed (as -v shows it, every test's
+// lines); a line that is not an event, such as a build error, as it is.
+func readEvents(r io.Reader, out io.Writer) (pkgs, tests []timing) {
+	outputs := map[string]*packageOutput{}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
 	for sc.Scan() {
-		fields := strings.Split(sc.Text(), "\t")
-		if len(fields) < 3 {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil || e.Action == "" {
+			fmt.Fprintln(out, sc.Text())
 			continue
 		}
-		status := strings.TrimSpace(fields[0])
-		if status != "ok" && status != "FAIL" {
+		if e.Package == "" { // build output, go test's own lines
+			fmt.Fprint(out, e.Output)
 			continue
 		}
-		secs, err := strconv.ParseFloat(strings.TrimSuffix(strings.Fields(fields[2])[0], "s"), 64)
-		if err != nil {
-			continue // "(cached)", "[no test files]", "[build failed]"
+		o := outputs[e.Package]
+		if o == nil {
+			o = &packageOutput{}
+			outputs[e.Package] = o
 		}
-		pkgs = append(pkgs, packageTime{name: fields[1], took: time.Duration(secs * float64(time.Second)), failed: status == "FAIL"})
+		o.all.WriteString(e.Output)
+		if e.Test == "" && (strings.HasPrefix(e.Output, "ok ") || strings.HasPrefix(e.Output, "?")) {
+			o.summary = e.Output
+		}
+		t := timing{name: e.Package, took: time.Duration(e.Elapsed * float64(time.Second)), failed: e.Action == "fail"}
+		switch {
+		case e.Test == "" && (e.Action == "pass" || e.Action == "skip"):
+			fmt.Fprint(out, o.summary)
+			delete(outputs, e.Package)
+			if e.Action == "pass" {
+				pkgs = append(pkgs, t)
+			}
+		case e.Test == "" && e.Action == "fail":
+			fmt.Fprint(out, o.all.String())
+			delete(outputs, e.Package)
+			pkgs = append(pkgs, t)
+		case (e.Action == "pass" || e.Action == "fail") && !strings.Contains(e.Test, "/"):
+			t.name = e.Test + " (" + e.Package + ")"
+			tests = append(tests, t)
+		}
 	}
-	_, _ = io.Copy(io.Discard, r) // a line too long for the scanner must not block the writer
-	return pkgs
+	for _, o := range outputs { // a package that never ended: killed, or a broken stream
+		fmt.Fprint(out, o.all.String())
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintf(out, "testrun: reading go test's output: %v\n", err)
+	}
+	_, _ = io.Copy(out, r) // what the scanner could not take still reaches the log, and the writer is never blocked
+	return pkgs, tests
 }
 
 // phaseTime is the time one phase took.
@@ -161,8 +267,8 @@ type phaseTime struct {
 
 // result is what make test measured.
 type result struct {
-	phases   []phaseTime
-	packages []packageTime
+	phases          []phaseTime
+	packages, tests []timing
 }
 
 // slowest is how many packages the table lists.
@@ -179,21 +285,28 @@ func (r result) table() string {
 		fmt.Fprintf(&b, "  %-8s %8s%s\n", p.name, seconds(p.took), mark(p.failed))
 	}
 	fmt.Fprintf(&b, "  %-8s %8s\n", "total", seconds(total))
-	if len(r.packages) == 0 {
-		return b.String()
-	}
-	pkgs := slices.Clone(r.packages)
-	slices.SortStableFunc(pkgs, func(a, b packageTime) int { return int(b.took - a.took) })
-	var sum time.Duration
-	for _, p := range pkgs {
-		sum += p.took
-	}
-	fmt.Fprintf(&b, "The %d slowest of %d packages (go test's figures; %s in all, go test runs %d at a time)\n",
-		min(slowest, len(pkgs)), len(pkgs), seconds(sum), runtime.GOMAXPROCS(0))
-	for _, p := range pkgs[:min(slowest, len(pkgs))] {
-		fmt.Fprintf(&b, "  %8s  %s%s\n", seconds(p.took), p.name, mark(p.failed))
-	}
+	writeSlowest(&b, "packages", r.packages)
+	writeSlowest(&b, "tests", r.tests)
 	return b.String()
+}
+
+// writeSlowest writes the slowest of timings (packages or tests) to b,
+// slowest first, with how many there were and their sum.
+func writeSlowest(b *strings.Builder, what string, timings []timing) {
+	if len(timings) == 0 {
+		return
+	}
+	sorted := slices.Clone(timings)
+	slices.SortStableFunc(sorted, func(a, b timing) int { return int(b.took - a.took) })
+	var sum time.Duration
+	for _, t := range sorted {
+		sum += t.took
+	}
+	fmt.Fprintf(b, "The %d slowest of %d %s (go test's figures; %s in all, go test runs %d packages at a time)\n",
+		min(slowest, len(sorted)), len(sorted), what, seconds(sum), runtime.GOMAXPROCS(0))
+	for _, t := range sorted[:min(slowest, len(sorted))] {
+		fmt.Fprintf(b, "  %8s  %s%s\n", seconds(t.took), t.name, mark(t.failed))
+	}
 }
 
 func seconds(d time.Duration) string { return strconv.Itoa(int(d.Round(time.Second).Seconds())) + " s" }

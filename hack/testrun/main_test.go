@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,21 +12,48 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// TestReadPackages reads go test's package lines and nothing else.
-func TestReadPackages(t *testing.T) {
+// TestReadEvents runs go test -json on a small module with a passing
+// package, a failing one and one without tests, and checks what is
+// printed (as go test prints without -json) and timed.
+func TestReadEvents(t *testing.T) {
 	g := NewWithT(t)
-	out := "=== RUN   TestX\n" +
-		"ok  \tgithub.com/x/a\t12.5s\n" +
-		"FAIL\tgithub.com/x/b\t3.000s\n" +
-		"ok  \tgithub.com/x/c\t(cached)\n" +
-		"?   \tgithub.com/x/d\t[no test files]\n" +
-		"FAIL\tgithub.com/x/e [build failed]\n" +
-		"ok  \tgithub.com/x/f\t0.2s\tcoverage: 50.0% of statements\n" +
-		"\tok  \tnot a package line\n"
-	g.Expect(readPackages(strings.NewReader(out))).To(Equal([]packageTime{
-		{name: "github.com/x/a", took: 12500 * time.Millisecond},
-		{name: "github.com/x/b", took: 3 * time.Second, failed: true},
-		{name: "github.com/x/f", took: 200 * time.Millisecond},
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":            "module ex/m\n\ngo 1.26\n",
+		"good/good_test.go": "package good\n\nimport \"testing\"\n\nfunc TestQuiet(t *testing.T) { t.Log(\"quiet\") }\n\nfunc TestSub(t *testing.T) { t.Run(\"a\", func(t *testing.T) {}) }\n",
+		"bad/bad_test.go":   "package bad\n\nimport \"testing\"\n\nfunc TestOK(t *testing.T) {}\n\nfunc TestBroken(t *testing.T) { t.Fatal(\"it broke\") }\n",
+		"none/none.go":      "package none\n",
+	}
+	for name, text := range files {
+		path := filepath.Join(dir, name)
+		g.Expect(os.MkdirAll(filepath.Dir(path), 0o755)).To(Succeed())
+		g.Expect(os.WriteFile(path, []byte(text), 0o644)).To(Succeed())
+	}
+	cmd := exec.CommandContext(t.Context(), "go", "test", "-json", "-count=1", "./good", "./bad", "./none")
+	cmd.Dir = dir
+	stream, _ := cmd.Output() // fails: ./bad fails
+	g.Expect(stream).To(ContainSubstring(`"Action":"fail"`))
+
+	var out strings.Builder
+	pkgs, tests := readEvents(strings.NewReader(string(stream)+"not an event\n"), &out)
+	g.Expect(out.String()).To(MatchRegexp(`(?m)^ok  \tex/m/good\t[0-9.]+s\n`))
+	g.Expect(out.String()).NotTo(ContainSubstring("quiet"), "a passing package's log, as go test hides it")
+	g.Expect(out.String()).To(ContainSubstring("it broke"))
+	g.Expect(out.String()).To(MatchRegexp(`(?m)^FAIL\tex/m/bad\t[0-9.]+s\n`))
+	g.Expect(out.String()).To(ContainSubstring("?   \tex/m/none\t[no test files]\n"))
+	g.Expect(out.String()).To(HaveSuffix("not an event\n"))
+
+	names := func(ts []timing) map[string]bool {
+		m := map[string]bool{}
+		for _, t := range ts {
+			m[t.name] = t.failed
+		}
+		return m
+	}
+	g.Expect(names(pkgs)).To(Equal(map[string]bool{"ex/m/good": false, "ex/m/bad": true}))
+	g.Expect(names(tests)).To(Equal(map[string]bool{
+		"TestQuiet (ex/m/good)": false, "TestSub (ex/m/good)": false,
+		"TestOK (ex/m/bad)": false, "TestBroken (ex/m/bad)": true,
 	}))
 }
 
@@ -35,11 +63,11 @@ func TestTable(t *testing.T) {
 	g := NewWithT(t)
 	r := result{phases: []phaseTime{{name: "lint", took: 90 * time.Second}, {name: "tests", took: 600 * time.Second, failed: true}}}
 	for i := range 12 {
-		r.packages = append(r.packages, packageTime{name: "p" + string(rune('a'+i)), took: time.Duration(i) * time.Second, failed: i == 11})
+		r.packages = append(r.packages, timing{name: "p" + string(rune('a'+i)), took: time.Duration(i) * time.Second, failed: i == 11})
 	}
 	table := r.table()
 	g.Expect(table).To(HavePrefix("make test: time per phase\n  lint         90 s\n  tests       600 s  FAILED\n  total       690 s\n"))
-	g.Expect(table).To(ContainSubstring("The 10 slowest of 12 packages (go test's figures; 66 s in all"))
+	g.Expect(table).To(ContainSubstring("The 10 slowest of 12 packages (go test's figures; 66 s in all, go test runs "))
 	g.Expect(table).To(ContainSubstring("\n      11 s  pl  FAILED\n      10 s  pk\n"))
 	g.Expect(table).NotTo(ContainSubstring(" pb\n"))
 	g.Expect(strings.Count(table, "\n")).To(Equal(4 + 1 + 10))
@@ -53,7 +81,7 @@ func TestRunStopsAtTheFirstFailure(t *testing.T) {
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "ran")
 	ps := []phase{
-		{name: "first", args: []string{"sh", "-c", "printf 'ok  \\tex/p\\t1.5s\\n'"}, packages: true},
+		{name: "first", args: []string{"sh", "-c", `echo '{"Action":"output","Package":"ex/p","Output":"ok  \\tex/p\\t1.5s\\n"}'; echo '{"Action":"pass","Package":"ex/p","Elapsed":1.5}'`}, packages: true},
 		{name: "second", args: []string{"false"}},
 		{name: "third", args: []string{"touch", marker}},
 	}
@@ -62,7 +90,7 @@ func TestRunStopsAtTheFirstFailure(t *testing.T) {
 	err := runPhases(context.Background(), ps, &r, &out)
 	g.Expect(err).To(MatchError(HavePrefix("second: ")))
 	g.Expect(out.String()).To(ContainSubstring("ok  \tex/p\t1.5s\n"))
-	g.Expect(r.packages).To(Equal([]packageTime{{name: "ex/p", took: 1500 * time.Millisecond}}))
+	g.Expect(r.packages).To(Equal([]timing{{name: "ex/p", took: 1500 * time.Millisecond}}))
 	g.Expect(r.phases).To(HaveLen(2))
 	g.Expect(r.phases[1].failed).To(BeTrue())
 	_, statErr := os.Stat(marker)
@@ -73,4 +101,13 @@ func TestRunStopsAtTheFirstFailure(t *testing.T) {
 	data, err := os.ReadFile(report)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(data)).To(ContainSubstring("  second        0 s  FAILED\n"))
+}
+
+// TestOrderPackages puts the listed packages first, in the list's order,
+// and keeps the others in go list's order.
+func TestOrderPackages(t *testing.T) {
+	g := NewWithT(t)
+	lines := []string{"ex/m/a ex/m", "ex/m/test/slow ex/m", "ex/m/b ex/m", "ex/m/slower ex/m", "ex/m ex/m"}
+	g.Expect(orderPackages(lines, []string{"slower", "gone", "test/slow"})).
+		To(Equal([]string{"ex/m/slower", "ex/m/test/slow", "ex/m/a", "ex/m/b", "ex/m"}))
 }
