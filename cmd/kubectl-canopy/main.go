@@ -92,8 +92,22 @@ func (o *globalOptions) restConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
+	if cfg.QPS == 0 {
+		// Note: client-go's default of 5 requests per second (burst 10)
+		// made plan, which lists each listable kind of the cluster once
+		// per policy, wait over ten seconds on the client's own limiter.
+		// The plugin only reads; these are kubectl's discovery limits.
+		cfg.QPS, cfg.Burst = cliQPS, cliBurst
+	}
 	return cfg, nil
 }
+
+// cliQPS and cliBurst bound the plugin's requests per second, as kubectl
+// bounds its discovery.
+const (
+	cliQPS   = 50
+	cliBurst = 300
+)
 
 // client is a client of the selected cluster that knows Canopy's and OCM's
 // types.

@@ -212,6 +212,7 @@ func (c *ControlPlane) start(ctx context.Context, objs *manifests) error {
 	if c.Client, err = client.New(cfg, client.Options{Scheme: Scheme()}); err != nil {
 		return err
 	}
+	warmCRDStorage(ctx, cfg, c.env.CRDs)
 	if err := CreateAll(ctx, c.Client, objs.admission); err != nil {
 		return fmt.Errorf("installing admission policies: %w", err)
 	}

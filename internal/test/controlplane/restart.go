@@ -44,5 +44,6 @@ func (c *ControlPlane) Resume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("waiting for control plane %s to serve: %w", c.Name, err)
 	}
+	warmCRDStorage(ctx, c.Config, c.env.CRDs)
 	return nil
 }
