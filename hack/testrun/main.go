@@ -52,12 +52,13 @@ type phase struct {
 // phases are make test's steps in their order; pkgs are the packages go
 // test runs, in the order it starts them. Each asset build does nothing
 // once the machine's asset cache holds it.
-func phases(goTestFlags, fuzztime string, pkgs []string) []phase {
+func phases(goTestFlags, fuzztime string, atOnce int, pkgs []string) []phase {
+	goTest := append([]string{"go", "test", "-json", "-p", strconv.Itoa(atOnce)}, strings.Fields(goTestFlags)...)
 	return []phase{
 		{name: "assets", args: []string{"make", "--no-print-directory", "envtest-assets", "ocm-assets", "gatekeeper-assets", "kubectl-assets"}},
 		{name: "lint", args: []string{"make", "--no-print-directory", "lint"}},
 		{name: "verify", args: []string{"make", "--no-print-directory", "verify"}},
-		{name: "tests", args: append(append([]string{"go", "test", "-json"}, strings.Fields(goTestFlags)...), pkgs...), packages: true},
+		{name: "tests", args: append(goTest, pkgs...), packages: true},
 		{name: "fuzz", args: []string{"make", "--no-print-directory", "fuzz", "FUZZTIME=" + fuzztime}},
 	}
 }
@@ -67,6 +68,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	goTestFlags := fs.String("go-test-flags", "-count=1", "Flags of go test ./... (GO_TEST_FLAGS).")
 	fuzztime := fs.String("fuzztime", "2000x", "Each fuzz target's -fuzztime (FUZZTIME).")
 	report := fs.String("report", "bin/test-times.txt", "File the closing table is also written to.")
+	atOnce := fs.Int("packages-at-once", runtime.GOMAXPROCS(0)+1, "How many packages go test runs at once (its -p).")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,8 +76,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var r result
-	runErr := runPhases(ctx, phases(*goTestFlags, *fuzztime, pkgs), &r, out)
+	r := result{atOnce: *atOnce}
+	runErr := runPhases(ctx, phases(*goTestFlags, *fuzztime, *atOnce, pkgs), &r, out)
 	table := r.table()
 	fmt.Fprint(out, "\n"+table)
 	if err := writeReport(*report, table); err != nil {
@@ -91,14 +93,19 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // run on alone at the end, one core idle. A package missing here only
 // starts later; one that no longer exists is left out.
 var slowFirst = []string{
-	"test/bench",
 	"test/faults",
-	"test/install",
-	"test/e2e",
-	"cmd/kubectl-canopy",
+	"test/bench",
 	"pkg/hub/history",
+	"test/e2e",
+	"pkg/hub/propagator",
+	"pkg/spoke",
+	"cmd/kubectl-canopy",
 	"internal/test/ocmagents",
-	"hack/demo",
+	"pkg/spoke/templatesync",
+	"test/install",
+	"test/badinput",
+	"pkg/spoke/configpolicy",
+	"pkg/spoke/operatorpolicy",
 }
 
 // slowestFirst returns the module's packages, those of slowFirst first in
@@ -269,9 +276,11 @@ type phaseTime struct {
 type result struct {
 	phases          []phaseTime
 	packages, tests []timing
+	// atOnce is go test's -p.
+	atOnce int
 }
 
-// slowest is how many packages the table lists.
+// slowest is how many packages, and how many tests, the table lists.
 const slowest = 10
 
 // table is the closing report: each phase's time and the total, then the
@@ -285,14 +294,14 @@ func (r result) table() string {
 		fmt.Fprintf(&b, "  %-8s %8s%s\n", p.name, seconds(p.took), mark(p.failed))
 	}
 	fmt.Fprintf(&b, "  %-8s %8s\n", "total", seconds(total))
-	writeSlowest(&b, "packages", r.packages)
-	writeSlowest(&b, "tests", r.tests)
+	writeSlowest(&b, "packages", r.packages, r.atOnce)
+	writeSlowest(&b, "tests", r.tests, r.atOnce)
 	return b.String()
 }
 
 // writeSlowest writes the slowest of timings (packages or tests) to b,
 // slowest first, with how many there were and their sum.
-func writeSlowest(b *strings.Builder, what string, timings []timing) {
+func writeSlowest(b *strings.Builder, what string, timings []timing, atOnce int) {
 	if len(timings) == 0 {
 		return
 	}
@@ -303,7 +312,7 @@ func writeSlowest(b *strings.Builder, what string, timings []timing) {
 		sum += t.took
 	}
 	fmt.Fprintf(b, "The %d slowest of %d %s (go test's figures; %s in all, go test runs %d packages at a time)\n",
-		min(slowest, len(sorted)), len(sorted), what, seconds(sum), runtime.GOMAXPROCS(0))
+		min(slowest, len(sorted)), len(sorted), what, seconds(sum), atOnce)
 	for _, t := range sorted[:min(slowest, len(sorted))] {
 		fmt.Fprintf(b, "  %8s  %s%s\n", seconds(t.took), t.name, mark(t.failed))
 	}

@@ -61,13 +61,13 @@ func TestReadEvents(t *testing.T) {
 // slowest packages first, at most ten, failures marked.
 func TestTable(t *testing.T) {
 	g := NewWithT(t)
-	r := result{phases: []phaseTime{{name: "lint", took: 90 * time.Second}, {name: "tests", took: 600 * time.Second, failed: true}}}
+	r := result{atOnce: 3, phases: []phaseTime{{name: "lint", took: 90 * time.Second}, {name: "tests", took: 600 * time.Second, failed: true}}}
 	for i := range 12 {
 		r.packages = append(r.packages, timing{name: "p" + string(rune('a'+i)), took: time.Duration(i) * time.Second, failed: i == 11})
 	}
 	table := r.table()
 	g.Expect(table).To(HavePrefix("make test: time per phase\n  lint         90 s\n  tests       600 s  FAILED\n  total       690 s\n"))
-	g.Expect(table).To(ContainSubstring("The 10 slowest of 12 packages (go test's figures; 66 s in all, go test runs "))
+	g.Expect(table).To(ContainSubstring("The 10 slowest of 12 packages (go test's figures; 66 s in all, go test runs 3 packages at a time)\n"))
 	g.Expect(table).To(ContainSubstring("\n      11 s  pl  FAILED\n      10 s  pk\n"))
 	g.Expect(table).NotTo(ContainSubstring(" pb\n"))
 	g.Expect(strings.Count(table, "\n")).To(Equal(4 + 1 + 10))

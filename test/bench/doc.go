@@ -56,4 +56,9 @@
 // phase, and the binaries' logs; BENCH_BIN
 // a directory of canopy-hub and canopy-agent binaries to run instead of bin/
 // (to compare two builds).
+//
+// In make test only TestCounts and TestHistoryCounts run, each stage at
+// BENCH_SCALE 0.02: about two and a half minutes on 2 cores, most of it the
+// control planes, binaries and agents each stage starts for itself, which
+// keeps its request counts its own.
 package bench

@@ -39,4 +39,10 @@
 // canopy_history_gaps_total, canopy_history_errors_total{op} and
 // canopy_history_lag_seconds (how long the oldest replica change not yet
 // stored has waited; 0 when caught up).
+//
+// The package's tests take about two minutes on 2 cores: they run the
+// recorder against embedded SQLite and a real PostgreSQL, and
+// TestOutageCatchUp keeps the database down for 30 seconds while six
+// changes arrive, as an outage long enough to outlast the recorder's
+// retries.
 package history
