@@ -17,6 +17,7 @@
 //
 // On its own clusters the suite takes about two minutes on 2 cores: the
 // hub, two managed clusters, OCM's registration, work and placement
-// processes and the agents they install are started once and shared by
-// every spec, each spec in namespaces and policies of its own.
+// processes and the agents are started once and shared by the specs, each
+// in namespaces and policies of its own; the operator-ordering and
+// registration specs start small fleets of their own.
 package e2e
