@@ -6,6 +6,11 @@ CONTROLLER_GEN ?= $(CURDIR)/bin/controller-gen
 GOLANGCI_LINT ?= $(CURDIR)/bin/golangci-lint
 GO_TEST_FLAGS ?= -timeout 45m -count=1
 export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
+# A wait a test writes without a bound of its own (gomega's Eventually) gets
+# a minute rather than gomega's 1 s, which is a guess at the machine's speed:
+# on a busy 2-core machine the addon manager once took longer than a second
+# to create its ClusterManagementAddOn.
+export GOMEGA_DEFAULT_EVENTUALLY_TIMEOUT ?= 1m
 
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash -o pipefail

@@ -41,7 +41,7 @@ func TestManagerInstallsAgent(t *testing.T) {
 	t.Cleanup(func() { g.Expect(<-done).To(Succeed()) }) // t.Context() is cancelled before cleanups
 
 	cma := &addonv1beta1.ClusterManagementAddOn{}
-	g.Eventually(func() error { return c.Get(ctx, client.ObjectKey{Name: addon.Name}, cma) }).Should(Succeed())
+	g.Eventually(func() error { return c.Get(ctx, client.ObjectKey{Name: addon.Name}, cma) }).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(c.Create(ctx, &addonv1beta1.ManagedClusterAddOn{ObjectMeta: metav1.ObjectMeta{
 		Name: addon.Name, Namespace: cluster,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: addonv1beta1.GroupVersion.String(),
@@ -86,7 +86,7 @@ func expectAgentRBAC(t *testing.T, c client.Client, cluster string, mca *addonv1
 	ctx := t.Context()
 	role, binding := &rbacv1.Role{}, &rbacv1.RoleBinding{}
 	key := client.ObjectKey{Namespace: cluster, Name: hubrbac.Name}
-	g.Eventually(func() error { return c.Get(ctx, key, role) }).Should(Succeed())
+	g.Eventually(func() error { return c.Get(ctx, key, role) }).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Expect(role.Rules).To(Equal(hubrbac.Rules()))
 	g.Expect(role.OwnerReferences).To(ConsistOf(HaveField("UID", mca.UID)))
 	g.Expect(c.Get(ctx, key, binding)).To(Succeed())
