@@ -288,7 +288,7 @@ const slowest = 10
 func (r result) table() string {
 	var b strings.Builder
 	var total time.Duration
-	fmt.Fprintf(&b, "make test: time per phase\n")
+	fmt.Fprintf(&b, "Time per phase of make test\n")
 	for _, p := range r.phases {
 		total += p.took
 		fmt.Fprintf(&b, "  %-8s %8s%s\n", p.name, seconds(p.took), mark(p.failed))

@@ -66,7 +66,7 @@ func TestTable(t *testing.T) {
 		r.packages = append(r.packages, timing{name: "p" + string(rune('a'+i)), took: time.Duration(i) * time.Second, failed: i == 11})
 	}
 	table := r.table()
-	g.Expect(table).To(HavePrefix("make test: time per phase\n  lint         90 s\n  tests       600 s  FAILED\n  total       690 s\n"))
+	g.Expect(table).To(HavePrefix("Time per phase of make test\n  lint         90 s\n  tests       600 s  FAILED\n  total       690 s\n"))
 	g.Expect(table).To(ContainSubstring("The 10 slowest of 12 packages (go test's figures; 66 s in all, go test runs 3 packages at a time)\n"))
 	g.Expect(table).To(ContainSubstring("\n      11 s  pl  FAILED\n      10 s  pk\n"))
 	g.Expect(table).NotTo(ContainSubstring(" pb\n"))
