@@ -89,8 +89,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // slowFirst are the packages that take minutes in make test, slowest
 // first, as the closing table of a warm run on 2 cores listed them, by
 // their directory in the module. go test starts packages in the order it
-// is given them, GOMAXPROCS at a time: a long package started last would
-// run on alone at the end, one core idle. A package missing here only
+// is given them, -p at a time: a long package started last would run on
+// alone at the end, the other cores idle. A package missing here only
 // starts later; one that no longer exists is left out.
 var slowFirst = []string{
 	"test/faults",
@@ -153,7 +153,7 @@ func runPhases(ctx context.Context, ps []phase, r *result, out io.Writer) error 
 	for _, p := range ps {
 		start := time.Now()
 		err := runPhase(ctx, p, r, out)
-		r.phases = append(r.phases, phaseTime{name: p.name, took: time.Since(start), failed: err != nil})
+		r.phases = append(r.phases, timing{name: p.name, took: time.Since(start), failed: err != nil})
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
@@ -191,7 +191,8 @@ func runPhase(ctx context.Context, p phase, r *result, out io.Writer) error {
 	return err
 }
 
-// timing is how long a package or a test took, and whether it failed.
+// timing is how long a phase, a package or a test took, and whether it
+// failed.
 type timing struct {
 	name   string
 	took   time.Duration
@@ -265,16 +266,9 @@ func readEvents(r io.Reader, out io.Writer) (pkgs, tests []timing) {
 	return pkgs, tests
 }
 
-// phaseTime is the time one phase took.
-type phaseTime struct {
-	name   string
-	took   time.Duration
-	failed bool
-}
-
 // result is what make test measured.
 type result struct {
-	phases          []phaseTime
+	phases          []timing
 	packages, tests []timing
 	// atOnce is go test's -p.
 	atOnce int

@@ -61,7 +61,7 @@ func TestReadEvents(t *testing.T) {
 // slowest packages first, at most ten, failures marked.
 func TestTable(t *testing.T) {
 	g := NewWithT(t)
-	r := result{atOnce: 3, phases: []phaseTime{{name: "lint", took: 90 * time.Second}, {name: "tests", took: 600 * time.Second, failed: true}}}
+	r := result{atOnce: 3, phases: []timing{{name: "lint", took: 90 * time.Second}, {name: "tests", took: 600 * time.Second, failed: true}}}
 	for i := range 12 {
 		r.packages = append(r.packages, timing{name: "p" + string(rune('a'+i)), took: time.Duration(i) * time.Second, failed: i == 11})
 	}
