@@ -7,7 +7,9 @@ package compare
 // sequence (InOrder) is merged item by item to the template's length. In a
 // bag, a template item that matches no item replaces the item of the same
 // "name" (so a container is updated, not added twice) or is appended; with
-// NoExtra the bag has only the template's items.
+// NoExtra the bag has only the template's items. Under Present, an item
+// that matches an unused item but for zero values missing from it is
+// merged into that item first.
 func Merge(template, actual any, mode Mode) any {
 	if Matches(template, actual, mode) {
 		return DeepCopy(actual)
@@ -83,6 +85,10 @@ func mergeBag(t []any, actual any, mode Mode) []any {
 		if partner[i] >= 0 {
 			continue
 		}
+		if j := lenientPartner(tv, a, used, mode); j >= 0 {
+			out[j], used[j] = Merge(tv, a[j], mode), true
+			continue
+		}
 		if j := sameName(tv, a, used); j >= 0 {
 			out[j], used[j] = Merge(tv, a[j], mode), true
 			continue
@@ -90,6 +96,24 @@ func mergeBag(t []any, actual any, mode Mode) []any {
 		out = append(out, Merge(tv, nil, mode))
 	}
 	return out
+}
+
+// lenientPartner returns, under a Present mode, the index of the first
+// unused item of a that item matches when a zero value also matches a
+// missing one, or -1: the item differs from it only by values the API
+// server may omit, and is merged into it rather than added beside it.
+func lenientPartner(item any, a []any, used []bool, mode Mode) int {
+	if !mode.Present {
+		return -1
+	}
+	lenient := mode
+	lenient.Present = false
+	for j, av := range a {
+		if !used[j] && Matches(item, av, lenient) {
+			return j
+		}
+	}
+	return -1
 }
 
 // sameName returns the index of the first unused map item of a whose

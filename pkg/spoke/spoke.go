@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	policyv1 "github.com/canopy-policy/canopy/api/v1"
+	policyv1beta1 "github.com/canopy-policy/canopy/api/v1beta1"
 	"github.com/canopy-policy/canopy/internal/scheme"
 	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/spoke/certpolicy"
@@ -88,13 +90,21 @@ func (o Options) instance() string {
 
 // ManagerOptions are the options of the managed cluster's manager: Canopy's
 // scheme, and a cache that holds no managedFields (no controller reads
-// them) and compliance events of the cluster namespace only, where they are
-// written and read. Callers add serving options.
+// them), and compliance events and policies of the cluster namespace only.
+// Events are written and read there; policies are evaluated only there, as
+// OCM's controllers do: a ConfigurationPolicy someone creates in another
+// namespace is not enforced with the agent's rights. Callers add serving
+// options.
 func ManagerOptions(opts Options) manager.Options {
 	mo := manager.Options{Scheme: scheme.New()}
 	mo.Cache.DefaultTransform = cache.TransformStripManagedFields()
+	clusterNamespace := cache.ByObject{Namespaces: map[string]cache.Config{opts.ClusterName: {}}}
 	mo.Cache.ByObject = map[client.Object]cache.ByObject{
-		&corev1.Event{}: {Namespaces: map[string]cache.Config{opts.ClusterName: {}}},
+		&corev1.Event{}:                 clusterNamespace,
+		&policyv1.Policy{}:              clusterNamespace,
+		&policyv1.ConfigurationPolicy{}: clusterNamespace,
+		&policyv1.CertificatePolicy{}:   clusterNamespace,
+		&policyv1beta1.OperatorPolicy{}: clusterNamespace,
 	}
 	if opts.ClusterNamespaceOnly {
 		mo.Cache.DefaultNamespaces = map[string]cache.Config{opts.ClusterName: {}}

@@ -47,3 +47,34 @@ func StartControllerManager(ctx context.Context, env *testenv.Env) error {
 	}
 	return p.start(ctx, env)
 }
+
+// StartClusterControllers runs kube-controller-manager on env's managed
+// cluster name, until env.Stop, with the controllers a cluster's own objects
+// rely on where no kubelet runs: the namespace controller (a deleted
+// namespace is emptied, stays Terminating until then, and goes) and the
+// garbage collector (objects owned by a deleted object go). It logs to
+// env.Dir/logs/kube-controller-manager-<name>.log.
+func StartClusterControllers(ctx context.Context, env *testenv.Env, name string) error {
+	bin, err := controlplane.BinaryPath("kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	cluster := env.Cluster(name)
+	if cluster == nil {
+		return fmt.Errorf("no managed cluster %q", name)
+	}
+	p := process{
+		name:  "kube-controller-manager-" + name,
+		path:  bin,
+		plain: true,
+		args: []string{
+			"--kubeconfig=" + cluster.KubeconfigPath,
+			"--controllers=namespace,garbagecollector",
+			"--leader-elect=false",
+			"--secure-port=0",
+			"--v=2",
+		},
+		ready: `"Starting namespace controller"`,
+	}
+	return p.start(ctx, env)
+}

@@ -18,6 +18,14 @@ var (
 	Exact = compare.Exact
 )
 
+// keysPresent is mode with every key the template sets required in the
+// object (compare.Mode.Present): how an object the template names is
+// compared before the dry run that settles zero values (evaluation.fix).
+func keysPresent(mode Mode) Mode {
+	mode.Present = true
+	return mode
+}
+
 // lastApplied is the annotation kubectl maintains; it is never compared.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 

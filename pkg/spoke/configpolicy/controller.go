@@ -143,22 +143,49 @@ func (r *Reconciler) record(ctx context.Context, policy *policyv1.ConfigurationP
 	policy.Status.History = withHistory(policy.Status.History, hasParent, sent, full, now)
 }
 
+// reconcileDelete prunes the objects of a deleted policy, then lets it go.
+// An object held by finalizers of its own keeps the policy Terminating,
+// watched, until it is gone, as OCM does. When the ConfigurationPolicy CRD
+// itself is being deleted, nothing is pruned: its deletion deletes every
+// policy, and that must not delete what they manage.
 func (r *Reconciler) reconcileDelete(ctx context.Context, policy *policyv1.ConfigurationPolicy) (ctrl.Result, error) {
-	r.stopWatching(ctx, policy)
 	if !controllerutil.ContainsFinalizer(policy, PruneFinalizer) {
+		r.stopWatching(ctx, policy)
 		return ctrl.Result{}, nil
 	}
-	if errs := r.prune(ctx, policy); len(errs) > 0 {
-		policy.Status.ComplianceState = policyv1.Terminating
-		return ctrl.Result{}, fmt.Errorf("pruning the objects of %s: %w", klog.KObj(policy), kerrors.NewAggregate(errs))
+	crdDeleting, err := r.definitionDeleting(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	done := policy.DeepCopy()
-	controllerutil.RemoveFinalizer(done, PruneFinalizer)
-	if err := r.ManagedClient.Patch(ctx, done, client.MergeFromWithOptions(policy, client.MergeFromWithOptimisticLock{})); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(fmt.Errorf("removing the finalizer of %s: %w", klog.KObj(policy), err))
+	if crdDeleting {
+		ctrl.LoggerFrom(ctx).Info("The ConfigurationPolicy CRD is being deleted: the policy's objects are kept",
+			"policy", klog.KObj(policy))
+		return ctrl.Result{}, r.removeFinalizer(ctx, policy)
+	}
+	held, errs := r.pruneDeleted(ctx, policy)
+	if len(held) > 0 || len(errs) > 0 {
+		setCleanupFailed(policy, held, errs, r.now())
+		if len(errs) > 0 {
+			return ctrl.Result{}, fmt.Errorf("pruning the objects of %s: %w", klog.KObj(policy), kerrors.NewAggregate(errs))
+		}
+		return ctrl.Result{RequeueAfter: heldRecheck}, nil // and when a watched object goes
+	}
+	r.stopWatching(ctx, policy)
+	if err := r.removeFinalizer(ctx, policy); err != nil {
+		return ctrl.Result{}, err
 	}
 	ctrl.LoggerFrom(ctx).Info("Pruned the objects of a deleted policy", "policy", klog.KObj(policy))
 	return ctrl.Result{}, nil
+}
+
+// removeFinalizer removes PruneFinalizer from policy.
+func (r *Reconciler) removeFinalizer(ctx context.Context, policy *policyv1.ConfigurationPolicy) error {
+	done := policy.DeepCopy()
+	controllerutil.RemoveFinalizer(done, PruneFinalizer)
+	if err := r.ManagedClient.Patch(ctx, done, client.MergeFromWithOptions(policy, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("removing the finalizer of %s: %w", klog.KObj(policy), err))
+	}
+	return nil
 }
 
 // reconcileFinalizer adds PruneFinalizer when the policy prunes and removes

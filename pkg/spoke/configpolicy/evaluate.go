@@ -391,13 +391,17 @@ func (e *evaluation) found(ctx context.Context, t *objectTemplate, gvr depclient
 // fix compares an existing object with the template and, under enforce,
 // updates it to comply; it returns the update's error. An object that
 // differs only where the API server would put the same values back
-// (defaults) complies: a server-side dry-run update tells. An update the
+// (defaults) or leave them out (zero values it omits) complies: a
+// server-side dry-run update tells. So a zero value the template sets and
+// the object lacks is a difference until the dry run says otherwise, as in
+// OCM: an empty label the API server keeps is missing, an empty field it
+// omits is not. An update the
 // API server refuses as invalid (an immutable field) is a recreate under
 // recreateOption IfRequired or Always, and otherwise a violation that waits
 // for a change; Always recreates on every update (recreate.go).
 func (e *evaluation) fix(ctx context.Context, t *objectTemplate, gvr depclient.ScopedGVR, existing *unstructured.Unstructured) (objectOutcome, error) {
 	o := objectOutcome{result: objectResult{reason: ReasonFoundAsExpected, compliant: true}, obj: existing}
-	matches, desired := compareObject(t.object, existing.Object, t.mode, t.metadataMode)
+	matches, desired := compareObject(t.object, existing.Object, keysPresent(t.mode), keysPresent(t.metadataMode))
 	switch {
 	case matches:
 		return o, nil

@@ -9,7 +9,6 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
-	"github.com/canopy-policy/canopy/pkg/compare"
 )
 
 // Reasons of templates that cannot be evaluated.
@@ -135,8 +134,10 @@ func modeOf(c policyv1.ComplianceType) (Mode, bool) {
 
 // newObject is the object to create in namespace ns: the object definition
 // without nulls, with the namespace set (when namespaced) and no status.
+// Zero values ("", false, 0, {}, []) stay: the API server decides which it
+// keeps, as OCM's creates do (a required field may be empty).
 func (t *objectTemplate) newObject(ns string) map[string]any {
-	obj, _ := compare.Merge(t.object, nil, Exact).(map[string]any)
+	obj, _ := withoutNulls(t.object).(map[string]any)
 	delete(obj, "status")
 	meta, _ := obj["metadata"].(map[string]any)
 	if meta == nil {
@@ -149,4 +150,27 @@ func (t *objectTemplate) newObject(ns string) map[string]any {
 		delete(meta, "namespace")
 	}
 	return obj
+}
+
+// withoutNulls returns a copy of the JSON value v without its null map
+// values.
+func withoutNulls(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if e != nil {
+				out[k] = withoutNulls(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withoutNulls(e)
+		}
+		return out
+	default:
+		return v
+	}
 }

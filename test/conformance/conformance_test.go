@@ -1,0 +1,325 @@
+package conformance_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/canopy-policy/canopy/internal/test/controlplane"
+	"github.com/canopy-policy/canopy/internal/test/ocmagents"
+	"github.com/canopy-policy/canopy/internal/test/testenv"
+	"github.com/canopy-policy/canopy/test/inproc"
+)
+
+// suiteVersion is the config-policy-controller release whose suite runs
+// (hack/install-conformance-suite.sh's CPC_VERSION).
+const suiteVersion = "0.19.0"
+
+// clusterName is the managed cluster and cluster namespace upstream's suite
+// expects.
+const clusterName = "managed"
+
+// suiteTimeout bounds the whole upstream run: a hung spec, not a slow one.
+const suiteTimeout = 40 * time.Minute
+
+func TestUpstreamConfigurationPolicySuite(t *testing.T) {
+	assets := suiteAssets(t)
+	excluded := readExclusions(t)
+	env := testenv.ForTest(t, testenv.Options{ManagedClusters: []string{clusterName}})
+	managed := env.Cluster(clusterName)
+	ctx := t.Context()
+	if err := ocmagents.StartClusterControllers(ctx, env, clusterName); err != nil {
+		t.Fatal(err)
+	}
+	installUpstreamCRDs(t, managed.Client, filepath.Join(assets, "src", "test", "crds"))
+	inproc.StartHub(t, env.Hub.Config)
+	inproc.StartAgent(t, clusterName, managed.Config, managed.HubConfig)
+
+	report := runSuite(t, assets, managed.KubeconfigPath, excluded)
+	checkReport(t, report)
+}
+
+// suiteAssets returns the directory hack/install-conformance-suite.sh
+// built upstream's suite into.
+func suiteAssets(t *testing.T) string {
+	t.Helper()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "bin", "conformance", suiteVersion)
+	if _, err := os.Stat(filepath.Join(dir, "e2e.test")); err != nil {
+		t.Fatalf("upstream's suite is not built (make conformance-assets builds it): %v", err)
+	}
+	return dir
+}
+
+// exclusion is an entry of exclusions.yaml: a file or a spec, and why.
+type exclusion struct {
+	File   string `json:"file,omitempty"`
+	Spec   string `json:"spec,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// exclusions are exclusions.yaml's entries.
+type exclusions []exclusion
+
+func readExclusions(t *testing.T) exclusions {
+	t.Helper()
+	data, err := os.ReadFile("exclusions.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list exclusions
+	if err := yaml.UnmarshalStrict(data, &list); err != nil {
+		t.Fatalf("exclusions.yaml: %v", err)
+	}
+	for i, e := range list {
+		if (e.File == "") == (e.Spec == "") || strings.TrimSpace(e.Reason) == "" {
+			t.Fatalf("exclusions.yaml entry %d: give a file or a spec, and a reason", i+1)
+		}
+	}
+	return list
+}
+
+// ginkgoArgs are the ginkgo flags that skip the excluded files and specs.
+func (l exclusions) ginkgoArgs() []string {
+	var args, specs []string
+	for _, e := range l {
+		if e.File != "" {
+			args = append(args, "--skip-file="+regexp.QuoteMeta(e.File))
+		} else {
+			specs = append(specs, "^"+regexp.QuoteMeta(e.Spec)+"$")
+		}
+	}
+	if len(specs) > 0 {
+		args = append(args, "--skip="+strings.Join(specs, "|"))
+	}
+	return args
+}
+
+// installUpstreamCRDs creates the CRDs upstream's suite brings (OpenShift's
+// APIs it reads, a fake API) that the managed cluster does not have yet;
+// Canopy's own CRDs, installed with the control plane, stay as they are.
+func installUpstreamCRDs(t *testing.T, c client.Client, dir string) {
+	t.Helper()
+	objs, err := controlplane.ReadObjects(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objs {
+		err := c.Create(t.Context(), obj)
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("creating %s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	for _, obj := range objs {
+		waitEstablished(t, c, obj)
+	}
+}
+
+func waitEstablished(t *testing.T, c client.Client, obj *unstructured.Unstructured) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	for {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &crd); err == nil {
+			for _, cond := range crd.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					return
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("CRD %s not established: %v", obj.GetName(), ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// runSuite runs upstream's compiled suite with ginkgo, as upstream's
+// Makefile does, in a copy of upstream's test tree (the suite reads
+// ../resources and ../../kubeconfig_managed_e2e from test/e2e), and returns
+// ginkgo's JSON report.
+func runSuite(t *testing.T, assets, kubeconfig string, excluded exclusions) *suiteReport {
+	t.Helper()
+	work := t.TempDir()
+	if err := os.CopyFS(work, os.DirFS(filepath.Join(assets, "src"))); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "kubeconfig_managed_e2e"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e2eDir := filepath.Join(work, "test", "e2e")
+	binary := filepath.Join(e2eDir, "e2e.test")
+	if err := os.Symlink(filepath.Join(assets, "e2e.test"), binary); err != nil {
+		t.Fatal(err)
+	}
+	reportPath := filepath.Join(work, "report.json")
+	args := []string{
+		"--procs=" + strconv.Itoa(procs()), "--no-color", "--succinct",
+		"--timeout=" + suiteTimeout.String(), "--json-report=" + reportPath,
+	}
+	args = append(args, excluded.ginkgoArgs()...)
+	args = append(args, binary)
+	ctx, cancel := context.WithTimeout(t.Context(), suiteTimeout+5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(assets, "ginkgo"), args...) //nolint:gosec // the suite's own binaries
+	cmd.Dir = e2eDir
+	cmd.Env = append(os.Environ(), "PATH="+kubectlDir(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	ownGroup(cmd)
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	out, runErr := cmd.CombinedOutput()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever ginkgo left behind
+	logPath := filepath.Join(os.TempDir(), "canopy-conformance.log")
+	_ = os.WriteFile(logPath, out, 0o600)
+	report, err := readReport(reportPath)
+	if err != nil {
+		t.Fatalf("ginkgo ended (%v) with no report: %v; its output (also in %s):\n%s", runErr, err, logPath, tail(out, 200))
+	}
+	t.Logf("ginkgo ended (%v); its output is in %s", runErr, logPath)
+	return report
+}
+
+// procs is how many ginkgo processes run specs at once: upstream runs 20
+// against one cluster; Canopy's two-core CI runs fewer.
+func procs() int {
+	if s := os.Getenv("CONFORMANCE_PROCS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			return n
+		}
+	}
+	return max(4, 2*runtime.GOMAXPROCS(0))
+}
+
+func kubectlDir(t *testing.T) string {
+	t.Helper()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "bin", "kubectl", controlplane.KubernetesVersion)
+	if _, err := os.Stat(filepath.Join(dir, "kubectl")); err != nil {
+		t.Fatalf("kubectl is not built (make kubectl-assets builds it): %v", err)
+	}
+	return dir
+}
+
+func tail(out []byte, lines int) string {
+	all := strings.Split(string(out), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}
+
+// suiteReport is the part of ginkgo's JSON report the test reads.
+type suiteReport struct {
+	SpecReports []specReport
+}
+
+type specReport struct {
+	ContainerHierarchyTexts []string
+	LeafNodeText            string
+	LeafNodeType            string
+	LeafNodeLocation        struct {
+		FileName   string
+		LineNumber int
+	}
+	State   string
+	Failure *struct {
+		Message  string
+		Location struct {
+			FileName   string
+			LineNumber int
+		}
+	}
+	RunTime time.Duration
+}
+
+func (s specReport) fullText() string {
+	return strings.Join(append(slices.Clone(s.ContainerHierarchyTexts), s.LeafNodeText), " ")
+}
+
+func (s specReport) where() string {
+	return fmt.Sprintf("%s:%d", filepath.Base(s.LeafNodeLocation.FileName), s.LeafNodeLocation.LineNumber)
+}
+
+func readReport(path string) (*suiteReport, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var reports []suiteReport
+	if err := json.Unmarshal(data, &reports); err != nil {
+		return nil, err
+	}
+	if len(reports) != 1 {
+		return nil, fmt.Errorf("%d suites in the report, want 1", len(reports))
+	}
+	return &reports[0], nil
+}
+
+// checkReport fails t for every spec that was not excluded and did not
+// pass, and logs the counts.
+func checkReport(t *testing.T, r *suiteReport) {
+	t.Helper()
+	counts := map[string]int{}
+	var bad []string
+	for _, s := range r.SpecReports {
+		if s.LeafNodeType != "It" {
+			if s.State != "passed" && s.State != "skipped" {
+				bad = append(bad, fmt.Sprintf("[%s] %s %s (%s)", s.LeafNodeType, s.State, s.where(), failure(s)))
+			}
+			continue
+		}
+		counts[s.State]++
+		switch s.State {
+		case "passed":
+		case "skipped":
+			if s.Failure == nil {
+				continue // excluded
+			}
+			fallthrough
+		default:
+			bad = append(bad, fmt.Sprintf("%s %s: %s\n    %s", s.State, s.where(), s.fullText(), failure(s)))
+		}
+	}
+	t.Logf("upstream config-policy-controller v%s suite: %d specs passed, %d failed, %d skipped or excluded, %d other",
+		suiteVersion, counts["passed"], counts["failed"]+counts["panicked"]+counts["timedout"], counts["skipped"],
+		len(r.SpecReports)-counts["passed"]-counts["failed"]-counts["panicked"]-counts["timedout"]-counts["skipped"])
+	for _, b := range bad {
+		t.Error(b)
+	}
+}
+
+func failure(s specReport) string {
+	if s.Failure == nil {
+		return "no failure recorded"
+	}
+	msg := s.Failure.Message
+	if len(msg) > 600 {
+		msg = msg[:600] + "..."
+	}
+	return fmt.Sprintf("%s:%d: %s", filepath.Base(s.Failure.Location.FileName), s.Failure.Location.LineNumber, msg)
+}

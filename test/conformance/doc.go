@@ -1,0 +1,23 @@
+// Package conformance runs OCM config-policy-controller's own end-to-end
+// suite (v0.19.0's test/e2e, compiled unchanged by
+// hack/install-conformance-suite.sh) against Canopy's agent: the definition
+// of a correct ConfigurationPolicy controller is the one OCM's suite pins
+// down.
+//
+// The suite sees what it would see on a kind cluster running OCM's
+// controller: a managed cluster whose cluster namespace is "managed", with
+// upstream's test CRDs, kube-controller-manager's namespace controller and
+// garbage collector, and kubectl on the PATH; it creates its
+// ConfigurationPolicies directly in that namespace, where the agent (in this
+// process, as cmd/spoke assembles it, connected to a hub that registered
+// the cluster) evaluates them. The specs run in parallel ginkgo processes,
+// as upstream runs them.
+//
+// exclusions.yaml lists each spec or file that does not concern a
+// controller like Canopy's, with the reason; every other spec must pass,
+// and a spec that did not run (an ordered container stopped before it)
+// fails the test as a failed spec does. The test prints the counts.
+//
+// It takes minutes: upstream's specs wait for the controller's evaluation
+// interval and hold states for up to 25 seconds with Consistently.
+package conformance
