@@ -192,13 +192,20 @@ func runSuite(t *testing.T, assets, kubeconfig string, excluded exclusions) *sui
 	cmd.Env = append(os.Environ(), "PATH="+kubectlDir(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	ownGroup(cmd)
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	out, runErr := cmd.CombinedOutput()
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever ginkgo left behind
 	logPath := filepath.Join(os.TempDir(), "canopy-conformance.log")
-	_ = os.WriteFile(logPath, out, 0o600)
+	log, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	t.Logf("running upstream's suite with %d ginkgo processes; its output goes to %s", procs(), logPath)
+	runErr := cmd.Run()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // whatever ginkgo left behind
 	report, err := readReport(reportPath)
 	if err != nil {
-		t.Fatalf("ginkgo ended (%v) with no report: %v; its output (also in %s):\n%s", runErr, err, logPath, tail(out, 200))
+		out, _ := os.ReadFile(logPath)
+		t.Fatalf("ginkgo ended (%v) with no report: %v; the end of its output (all in %s):\n%s", runErr, err, logPath, tail(out, 200))
 	}
 	t.Logf("ginkgo ended (%v); its output is in %s", runErr, logPath)
 	return report

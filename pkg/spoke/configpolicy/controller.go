@@ -3,19 +3,23 @@ package configpolicy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
@@ -41,6 +45,7 @@ const PruneFinalizer = "policy.open-cluster-management.io/delete-related-objects
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=configurationpolicies/finalizers,verbs=update
 // +kubebuilder:rbac:groups=policy.open-cluster-management.io,resources=policies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;list
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 
@@ -73,7 +78,12 @@ type Reconciler struct {
 	discovery discovery.DiscoveryInterface
 	// watcher watches them, and resolves kinds through discovery.
 	watcher depclient.DynamicWatcher
-	now     func() time.Time
+	// events records OCM's PolicyUpdate events on the policies themselves.
+	events events.EventRecorder
+	// selected is what each policy's namespaceSelector chose when it was
+	// last evaluated (selection.go).
+	selected selections
+	now      func() time.Time
 }
 
 // SetupWithManager registers the controller, and the dynamic watcher that
@@ -91,6 +101,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	r.ManagedReader, r.dynamic, r.watcher, r.now = r.base.ManagedReader, r.base.Dynamic, r.base.Watches.Watcher(), time.Now
+	r.events = mgr.GetEventRecorder(EventSource)
+	bld = bld.WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.selectingPolicies),
+		builder.WithPredicates(namespaceChoiceMayChange))
 	return bld.WithOptions(evaluator.Options(r.MaxConcurrentReconciles)).Complete(r)
 }
 
@@ -114,18 +127,23 @@ func (r *Reconciler) reconcile(ctx context.Context, policy *policyv1.Configurati
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.ConfigurationPolicy) (ctrl.Result, error) {
 	now := r.now()
-	if due, wait := dueForEvaluation(policy, now); !due {
+	if due, wait := dueForEvaluation(policy, now); !due && !r.selectionChanged(ctx, policy) {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	e, outcomes, err := r.evaluate(ctx, policy)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if e.chose {
+		r.selected.set(client.ObjectKeyFromObject(policy), e.chosen)
+	}
+	prev := policy.Status
 	policy.Status = evaluatedStatus(policy, outcomes, now)
 	e.pruneUnlisted(ctx, outcomes) // objects the policy no longer lists (prune.go)
 	ctrl.LoggerFrom(ctx).V(4).Info("Evaluated", "policy", klog.KObj(policy), "compliant", policy.Status.ComplianceState,
 		"watching", e.watching)
 	r.record(ctx, policy, e, capMessage(policy.Status.ComplianceState, complianceMessage(policy, outcomes)), remediated(outcomes), now)
+	r.announce(policy, prev)
 	return r.schedule(ctx, policy, e)
 }
 
@@ -141,6 +159,42 @@ func (r *Reconciler) record(ctx context.Context, policy *policyv1.ConfigurationP
 	}
 	full := compliance.Compliance{State: state, Message: message}.EventMessage()
 	policy.Status.History = withHistory(policy.Status.History, hasParent, sent, full, now)
+}
+
+// EventSource names the configpolicy controller in the events it records
+// on ConfigurationPolicies.
+const EventSource = "canopy-configpolicy"
+
+// announce records OCM's PolicyUpdate event on the policy ("Policy status
+// is NonCompliant: ..."), a Warning when NonCompliant, when an evaluation
+// changed its compliance, its messages or the generation it evaluated, as
+// OCM's controller does: tools that follow a ConfigurationPolicy's events,
+// and OCM's own tests, read them.
+func (r *Reconciler) announce(policy *policyv1.ConfigurationPolicy, prev policyv1.ConfigurationPolicyStatus) {
+	st := policy.Status
+	msgs := conditionMessages(st)
+	if st.ComplianceState == prev.ComplianceState && st.LastEvaluatedGeneration == prev.LastEvaluatedGeneration &&
+		slices.Equal(msgs, conditionMessages(prev)) {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	if st.ComplianceState == policyv1.NonCompliant {
+		eventType = corev1.EventTypeWarning
+	}
+	r.events.Eventf(policy, nil, eventType, "PolicyUpdate", "Policy status updated",
+		"Policy status is %s: %s", st.ComplianceState, strings.Join(msgs, "; "))
+}
+
+// conditionMessages are the messages of the first condition of each
+// template's status.
+func conditionMessages(st policyv1.ConfigurationPolicyStatus) []string {
+	var msgs []string
+	for _, d := range st.CompliancyDetails {
+		if len(d.Conditions) > 0 {
+			msgs = append(msgs, d.Conditions[0].Message)
+		}
+	}
+	return msgs
 }
 
 // reconcileDelete prunes the objects of a deleted policy, then lets it go.

@@ -59,6 +59,10 @@ type evaluation struct {
 	transient []error
 	// invalid say why templates cannot be applied until the policy changes.
 	invalid []string
+	// chosen are the namespaces the namespaceSelector chose, when a template
+	// asked it (chose).
+	chosen []string
+	chose  bool
 }
 
 // objectOutcome is the evaluation of one object: its result, the object as
@@ -175,6 +179,7 @@ func (e *evaluation) namespacesFor(ctx context.Context, t *objectTemplate, gvr d
 		return nil, &templateError{ReasonNamespaceSelectorError, fmt.Sprintf("Error listing namespaces: %v", err)}
 	}
 	names := parsed.selectNamespaces(all)
+	e.chosen, e.chose = names, true
 	if len(names) == 0 {
 		return nil, missingNamespace(t)
 	}
@@ -354,7 +359,7 @@ func (e *evaluation) missing(ctx context.Context, t *objectTemplate, gvr depclie
 		return objectOutcome{result: objectResult{reason: ReasonNotFound}}
 	}
 	obj := &unstructured.Unstructured{Object: t.newObject(ns)}
-	created, err := resourceFor(e.r.dynamic, gvr, ns).Create(ctx, obj, metav1.CreateOptions{})
+	created, err := resourceFor(e.r.dynamic, gvr, ns).Create(ctx, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
 	if apierrors.IsAlreadyExists(err) { // the watcher's cache lags: handle the object there is
 		if existing, getErr := (directReader{client: e.r.dynamic}).get(ctx, gvr, t.gvk, ns, t.name); getErr == nil && existing != nil {
 			return e.found(ctx, t, gvr, existing)
@@ -410,10 +415,13 @@ func (e *evaluation) fix(ctx context.Context, t *objectTemplate, gvr depclient.S
 	}
 	res := resourceFor(e.r.dynamic, gvr, existing.GetNamespace())
 	want := &unstructured.Unstructured{Object: desired}
-	dry, err := res.Update(ctx, want, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
-	if err == nil && sameCompared(t.object, dry.Object, existing.Object) {
+	dry, err := res.Update(ctx, want, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: metav1.FieldValidationStrict})
+	switch {
+	case err == nil && sameCompared(t.object, dry.Object, existing.Object):
 		o.dryRunMatch = true
 		return o, nil
+	case err != nil && !apierrors.IsInvalid(err) && !apierrors.IsConflict(err):
+		return objectOutcome{result: e.apiFailure(err, ReasonUpdateError, dryRunFailure(existing.GetName(), err)), obj: existing}, nil
 	}
 	o = objectOutcome{result: objectResult{reason: ReasonFoundNoMatch}, obj: existing, diff: e.recordDiff(ctx, t, existing, desired)}
 	if !e.enforce {
@@ -428,7 +436,7 @@ func (e *evaluation) fix(ctx context.Context, t *objectTemplate, gvr depclient.S
 	case actionRecreate:
 		return e.recreate(ctx, t, gvr, existing, o)
 	}
-	updated, err := res.Update(ctx, want, metav1.UpdateOptions{})
+	updated, err := res.Update(ctx, want, metav1.UpdateOptions{FieldValidation: metav1.FieldValidationStrict})
 	if err != nil {
 		return o, err
 	}
@@ -494,6 +502,17 @@ func (e *evaluation) apiFailure(err error, reason, message string) objectResult 
 		e.transient = append(e.transient, err)
 	}
 	return objectResult{reason: reason, message: message}
+}
+
+// dryRunFailure is OCM's message for a dry-run update of the object name
+// that the API server refused for another reason than an invalid (such as
+// immutable) field: a field the kind does not have is named by the strict
+// decoding error.
+func dryRunFailure(name string, err error) string {
+	if strings.Contains(err.Error(), "strict decoding error:") {
+		return fmt.Sprintf("Error validating the object %s, the error is `%v`", name, err)
+	}
+	return fmt.Sprintf("Error issuing a dry run update request for the object `%v`, the error is `%v`", name, err)
 }
 
 func permanent(err error) bool {

@@ -74,7 +74,7 @@ func (e *evaluation) recreate(ctx context.Context, t *objectTemplate, gvr depcli
 	res := resourceFor(e.r.dynamic, gvr, ns)
 	obj := &unstructured.Unstructured{Object: t.newObject(ns)}
 	obj.SetName(name)
-	_, err := res.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	_, err := res.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: metav1.FieldValidationStrict})
 	if err != nil && !apierrors.IsAlreadyExists(err) { // AlreadyExists comes after validation: the object is valid
 		o.result = e.apiFailure(err, ReasonUpdateError, fmt.Sprintf("%s failed to recreate with the error `%v`", prefix, err))
 		return o, nil
@@ -111,7 +111,7 @@ func (e *evaluation) recreate(ctx context.Context, t *objectTemplate, gvr depcli
 // still being deleted; it gives up with the AlreadyExists error.
 func createWhenGone(ctx context.Context, res dynamic.ResourceInterface, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	for attempt := 1; ; attempt++ {
-		created, err := res.Create(ctx, obj, metav1.CreateOptions{})
+		created, err := res.Create(ctx, obj, metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict})
 		if !apierrors.IsAlreadyExists(err) || attempt == recreateAttempts {
 			return created, err
 		}
