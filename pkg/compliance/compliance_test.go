@@ -151,7 +151,7 @@ func TestDecide(t *testing.T) {
 		{name: "remediation in the same state", last: &recorded{Compliance: compliant}, next: created, remediated: true,
 			wantEmit: true, wantRemember: recorded{Compliance: created, remediated: true}},
 		{name: "the fix settling", last: &recorded{Compliance: created, remediated: true}, next: compliant,
-			wantRemember: recorded{Compliance: compliant}},
+			wantEmit: true, wantRemember: recorded{Compliance: compliant}},
 		{name: "after a remediation, a new state", last: &recorded{Compliance: created, remediated: true}, next: missing,
 			wantEmit: true, wantRemember: recorded{Compliance: missing}},
 		{name: "after a remediation, still NonCompliant with another message", last: &recorded{Compliance: mismatch, remediated: true},

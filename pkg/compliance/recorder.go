@@ -127,11 +127,9 @@ func (r *Recorder) WithClock(c clock.PassiveClock) *Recorder {
 // about the object opts.Related names (a recreated template), when it is a
 // remediation, when its state differs from the last event's, when it is
 // about another version of the template object, when its message does —
-// except the first Compliant message after a Compliant remediation: that
-// is the fix settling ("was updated" becoming "found as specified"), not a
-// change; a NonCompliant message after a remediation says what is still
-// wrong, which is news — or when opts.Visible shows something else, newer
-// than the last event.
+// the fix settling too ("was updated" becoming "found as specified"), as
+// OCM's controllers report it — or when opts.Visible shows something else,
+// newer than the last event.
 func (r *Recorder) Record(ctx context.Context, parent Parent, c Compliance, opts RecordOptions) (bool, error) {
 	sent, err := r.record(ctx, parent, c, opts)
 	return sent != nil, err
@@ -210,9 +208,6 @@ func decide(last *recorded, next Compliance, opts RecordOptions) (bool, recorded
 		kept := *last
 		kept.version = cmp.Or(now.version, last.version)
 		return false, kept
-	case last.remediated && next.State == policyv1.Compliant:
-		now.event, now.at = last.event, last.at // the settled message is not written
-		return false, now
 	default:
 		return true, now
 	}

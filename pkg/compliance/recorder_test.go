@@ -67,7 +67,8 @@ func TestRecorder(t *testing.T) {
 		{c: nonCompliant, want: false},
 		{c: nonCompliant, restart: true, want: false}, // learnt from the API server
 		{c: created, remediated: true, want: true},
-		{c: found, restart: true, want: false}, // the fix settling, learnt after a restart
+		{c: found, restart: true, want: true}, // the fix settling, as OCM reports it
+		{c: found, restart: true, want: false}, // learnt after a restart
 		{c: found, want: false},
 		{c: nonCompliant, want: true},
 	}
@@ -82,7 +83,7 @@ func TestRecorder(t *testing.T) {
 	}
 
 	events := eventsOf(t, g, cp.Client, policy)
-	g.Expect(events).To(HaveLen(3))
+	g.Expect(events).To(HaveLen(4))
 	for _, ev := range events {
 		g.Expect(ev.Reason).To(Equal("policy: " + ns + "/cfg"))
 		g.Expect(ev.InvolvedObject.Name).To(Equal("parent"))
@@ -97,6 +98,9 @@ func TestRecorder(t *testing.T) {
 		case created:
 			g.Expect(ev.Type).To(Equal(corev1.EventTypeNormal))
 			g.Expect(ev.Action).To(Equal(ActionRemediate))
+		case found:
+			g.Expect(ev.Type).To(Equal(corev1.EventTypeNormal))
+			g.Expect(ev.Action).To(Equal(ActionComplianceStateUpdate))
 		default:
 			t.Errorf("unexpected event %s: %q", ev.Name, ev.Message)
 		}

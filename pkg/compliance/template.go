@@ -3,6 +3,7 @@ package compliance
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,8 +43,7 @@ func (r *Recorder) RecordTemplateSent(ctx context.Context, reader client.Reader,
 	}
 	related := &corev1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
 		Namespace: template.GetNamespace(), Name: template.GetName(), UID: template.GetUID()}
-	sent, err := r.record(ctx, *parent, c, RecordOptions{Related: related, Remediated: remediated,
-		Version: template.GetAnnotations()[TemplateHashAnnotation]})
+	sent, err := r.record(ctx, *parent, c, RecordOptions{Related: related, Remediated: remediated, Version: templateVersion(template)})
 	if err != nil {
 		return true, nil, fmt.Errorf("recording the compliance of %s: %w", klog.KObj(template), err)
 	}
@@ -52,4 +52,15 @@ func (r *Recorder) RecordTemplateSent(ctx context.Context, reader client.Reader,
 			"compliant", state, "remediated", remediated)
 	}
 	return true, sent, nil
+}
+
+// templateVersion is the version of template a compliance event reports
+// on: the hash templatesync wrote of it, or, for a template written by
+// someone else, its generation. A new version is reported even when the
+// message is the same, as OCM's controllers report each new generation.
+func templateVersion(template client.Object) string {
+	if hash := template.GetAnnotations()[TemplateHashAnnotation]; hash != "" {
+		return hash
+	}
+	return "generation-" + strconv.FormatInt(template.GetGeneration(), 10)
 }

@@ -42,15 +42,22 @@ const suiteTimeout = 40 * time.Minute
 func TestUpstreamConfigurationPolicySuite(t *testing.T) {
 	assets := suiteAssets(t)
 	excluded := readExclusions(t)
-	env := testenv.ForTest(t, testenv.Options{ManagedClusters: []string{clusterName}})
+	env := testenv.ForTest(t, testenv.Options{ManagedClusters: []string{clusterName}, Unregistered: true})
 	managed := env.Cluster(clusterName)
 	ctx := t.Context()
 	if err := ocmagents.StartClusterControllers(ctx, env, clusterName); err != nil {
 		t.Fatal(err)
 	}
 	installUpstreamCRDs(t, managed.Client, filepath.Join(assets, "src", "test", "crds"))
-	inproc.StartHub(t, env.Hub.Config)
-	inproc.StartAgent(t, clusterName, managed.Config, managed.HubConfig)
+	evaluators, err := inproc.RunEvaluators(ctx, managed.Config, clusterName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := evaluators.Stop(); err != nil {
+			t.Errorf("evaluators: %v", err)
+		}
+	})
 
 	report := runSuite(t, assets, managed.KubeconfigPath, excluded)
 	checkReport(t, report)

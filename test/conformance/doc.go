@@ -4,14 +4,17 @@
 // of a correct ConfigurationPolicy controller is the one OCM's suite pins
 // down.
 //
-// The suite sees what it would see on a kind cluster running OCM's
-// controller: a managed cluster whose cluster namespace is "managed", with
-// upstream's test CRDs, kube-controller-manager's namespace controller and
-// garbage collector, and kubectl on the PATH; it creates its
-// ConfigurationPolicies directly in that namespace, where the agent (in this
-// process, as cmd/spoke assembles it, connected to a hub that registered
-// the cluster) evaluates them. The specs run in parallel ginkgo processes,
-// as upstream runs them.
+// The suite sees what it would see on the kind cluster upstream runs it on:
+// a managed cluster whose cluster namespace is "managed", with upstream's
+// test CRDs, kube-controller-manager's namespace controller and garbage
+// collector, and kubectl on the PATH. It creates its ConfigurationPolicies
+// (and, for some specs, a parent Policy with its own child) directly in
+// that namespace. Upstream runs its controller alone there, without OCM's
+// policy framework, whose template sync would create the children from
+// the parent Policies before the specs do; so the agent runs here the same
+// way: its evaluators alone (inproc.RunEvaluators, in this process), with
+// no hub connection and no spec, status or template sync. The specs run in
+// parallel ginkgo processes, as upstream runs them.
 //
 // exclusions.yaml lists each spec or file that does not concern a
 // controller like Canopy's, with the reason; every other spec must pass,

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/canopy-policy/canopy/pkg/compliance"
 	"github.com/canopy-policy/canopy/pkg/hub"
 	"github.com/canopy-policy/canopy/pkg/hub/addon"
 	"github.com/canopy-policy/canopy/pkg/spoke"
@@ -131,6 +132,25 @@ func RunAgent(ctx context.Context, managed *rest.Config, opts spoke.Options) (*R
 		return nil, err
 	}
 	if err := spoke.Setup(ctx, mgr, opts); err != nil {
+		return nil, err
+	}
+	return start(ctx, mgr), nil
+}
+
+// RunEvaluators runs the agent's policy template evaluators alone
+// (spoke.Evaluators, in a manager built from spoke.ManagerOptions for
+// cluster) against the managed cluster, until Stop or until ctx ends: no hub
+// connection and no spec, status or template sync. It is what OCM's
+// config-policy-controller is without OCM's policy framework beside it, the
+// way OCM's own tests of that controller run it (test/conformance).
+func RunEvaluators(ctx context.Context, managed *rest.Config, cluster string) (*Running, error) {
+	mgr, err := newManager(managed, spoke.ManagerOptions(spoke.Options{ClusterName: cluster}))
+	if err != nil {
+		return nil, err
+	}
+	rec := compliance.NewRecorder(mgr.GetClient(), mgr.GetAPIReader(),
+		compliance.EventSource{Component: spoke.Component, Instance: cluster})
+	if err := spoke.Evaluators(mgr, rec); err != nil {
 		return nil, err
 	}
 	return start(ctx, mgr), nil

@@ -48,7 +48,7 @@ func TestBadInput(t *testing.T) {
 			want:     "Error filtering namespaces with provided namespaceSelector: \"Near\" is not a valid label selector operator"},
 		{name: "pattern does not parse", selector: `{include: ["team-["]}`,
 			template: `{apiVersion: v1, kind: ConfigMap, metadata: {name: cm}}`,
-			want:     "Error filtering namespaces with provided namespaceSelector: pattern \"team-[\": syntax error in pattern"},
+			want:     "Error filtering namespaces with provided namespaceSelector: error parsing 'include' pattern 'team-[': syntax error in pattern"},
 		{name: "templated name", template: `{apiVersion: v1, kind: ConfigMap, metadata: {name: "{{ .Name }}", namespace: $NS}}`,
 			want: `failed to resolve the template {"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"{{ .Name }}",` +
 				`"namespace":"$NS"}}: template: tmpl:4:12: executing "tmpl" at <.Name>: can't evaluate field Name in ` +

@@ -86,6 +86,19 @@ func compareMetadata(tmeta any, existing, desired map[string]any, mode Mode) boo
 	return matches
 }
 
+// withTemplateStatus returns desired with the template's status merged
+// into existing's: what the object would be if its status complied, for a
+// diff that shows how the status differs (status itself is never written).
+func withTemplateStatus(t *objectTemplate, existing, desired map[string]any) map[string]any {
+	tv, ok := t.object["status"]
+	if !ok {
+		return desired
+	}
+	out := compare.DeepCopy(desired).(map[string]any)
+	setOrDelete(out, "status", compare.Merge(tv, existing["status"], keysPresent(t.mode)))
+	return out
+}
+
 // keepLastApplied copies kubectl's annotation from existing into merged, so
 // that enforcing annotations never drops it.
 func keepLastApplied(existing, merged any) {

@@ -142,14 +142,15 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, policy *policyv1.Confi
 	e.pruneUnlisted(ctx, outcomes) // objects the policy no longer lists (prune.go)
 	ctrl.LoggerFrom(ctx).V(4).Info("Evaluated", "policy", klog.KObj(policy), "compliant", policy.Status.ComplianceState,
 		"watching", e.watching)
-	r.record(ctx, policy, e, capMessage(policy.Status.ComplianceState, complianceMessage(policy, outcomes)), remediated(outcomes), now)
+	newSpec := prev.LastEvaluatedGeneration != policy.Generation
+	r.record(ctx, policy, e, capMessage(policy.Status.ComplianceState, complianceMessage(policy, outcomes)), remediated(outcomes), newSpec, now)
 	r.announce(policy, prev)
 	return r.schedule(ctx, policy, e)
 }
 
 // record sends the compliance of policy, message after its state, to its
 // parent Policy, and keeps in status.history what was sent.
-func (r *Reconciler) record(ctx context.Context, policy *policyv1.ConfigurationPolicy, e *evaluation, message string, remediated bool, now time.Time) {
+func (r *Reconciler) record(ctx context.Context, policy *policyv1.ConfigurationPolicy, e *evaluation, message string, remediated, newSpec bool, now time.Time) {
 	state := policy.Status.ComplianceState
 	hasParent, sent, err := r.Recorder.RecordTemplateSent(ctx, r.ManagedClient, policy,
 		policyv1.GroupVersion.WithKind("ConfigurationPolicy"), state, message, remediated)
@@ -158,7 +159,7 @@ func (r *Reconciler) record(ctx context.Context, policy *policyv1.ConfigurationP
 		return // the history is left as it is: the next evaluation sends this again
 	}
 	full := compliance.Compliance{State: state, Message: message}.EventMessage()
-	policy.Status.History = withHistory(policy.Status.History, hasParent, sent, full, now)
+	policy.Status.History = withHistory(policy.Status.History, hasParent, sent, full, newSpec, now)
 }
 
 // EventSource names the configpolicy controller in the events it records

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	depclient "github.com/stolostron/kubernetes-dependency-watches/client"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -366,8 +367,8 @@ func (e *evaluation) missing(ctx context.Context, t *objectTemplate, gvr depclie
 		}
 	}
 	if err != nil {
-		if apierrors.IsNotFound(err) && ns != "" {
-			e.watchNamespace(ctx, ns) // created when the namespace is
+		if ns != "" && (apierrors.IsNotFound(err) || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause)) {
+			e.watchNamespace(ctx, ns) // created when the namespace is (again)
 		}
 		return objectOutcome{result: e.apiFailure(err, ReasonCreateError, fmt.Sprintf(
 			"%s %s is missing, and cannot be created, reason: `%v`", gvr.Resource, identifier(t.name, ns), err))}
@@ -410,8 +411,9 @@ func (e *evaluation) fix(ctx context.Context, t *objectTemplate, gvr depclient.S
 	switch {
 	case matches:
 		return o, nil
-	case compare.Equal(desired, existing.Object): // only status differs: nothing to write
-		return objectOutcome{result: objectResult{reason: ReasonFoundNoMatch}, obj: existing}, nil
+	case compare.Equal(desired, existing.Object): // only status differs: nothing to write, a diff to show
+		return objectOutcome{result: objectResult{reason: ReasonFoundNoMatch}, obj: existing,
+			diff: e.recordDiff(ctx, t, existing, withTemplateStatus(t, existing.Object, desired))}, nil
 	}
 	res := resourceFor(e.r.dynamic, gvr, existing.GetNamespace())
 	want := &unstructured.Unstructured{Object: desired}

@@ -43,18 +43,19 @@ func validCut(s string, i int) bool {
 // withHistory returns status.history after an evaluation whose compliance
 // message (state included) is message, at now: sent, the event the parent
 // Policy was sent, comes first; a policy without a parent has no events,
-// so a new message comes first, at now. The list is newest first and at
-// most policyv1.ConfigurationPolicyHistoryLimit long, as OCM keeps it.
+// so a new message, or the first evaluation of a new generation (newSpec),
+// comes first, at now, as in OCM. The list is newest first and at most
+// policyv1.ConfigurationPolicyHistoryLimit long, as OCM keeps it.
 //
 // Note: the entry's time is the event's, to the microsecond that
 // status.history keeps, so that statussync tells the entry from the event
 // it repeats when it merges both into the Policy's history.
-func withHistory(history []policyv1.HistoryEvent, hasParent bool, sent *compliance.Sent, message string, now time.Time) []policyv1.HistoryEvent {
+func withHistory(history []policyv1.HistoryEvent, hasParent bool, sent *compliance.Sent, message string, newSpec bool, now time.Time) []policyv1.HistoryEvent {
 	var next policyv1.HistoryEvent
 	switch {
 	case sent != nil:
 		next = policyv1.HistoryEvent{LastTimestamp: metav1.NewMicroTime(sent.At.Truncate(time.Microsecond)), Message: sent.Message}
-	case !hasParent && (len(history) == 0 || history[0].Message != message):
+	case !hasParent && (len(history) == 0 || history[0].Message != message || newSpec):
 		next = policyv1.HistoryEvent{LastTimestamp: metav1.NewMicroTime(now.Truncate(time.Microsecond)), Message: message}
 	default:
 		return history

@@ -56,21 +56,24 @@ func TestWithHistory(t *testing.T) {
 		hasParent bool
 		sent      *compliance.Sent
 		message   string
+		newSpec   bool
 		want      []policyv1.HistoryEvent
 	}{
-		{"an event sent comes first, at its time to the microsecond", []policyv1.HistoryEvent{entry(1)}, true, sent, "NonCompliant; new",
+		{"an event sent comes first, at its time to the microsecond", []policyv1.HistoryEvent{entry(1)}, true, sent, "NonCompliant; new", false,
 			[]policyv1.HistoryEvent{newest, entry(1)}},
-		{"nothing sent: unchanged", []policyv1.HistoryEvent{entry(1)}, true, nil, "NonCompliant; new", []policyv1.HistoryEvent{entry(1)}},
-		{"at most 10", full, true, sent, "NonCompliant; new", append([]policyv1.HistoryEvent{newest}, full[:9]...)},
-		{"no parent: a new message comes first", []policyv1.HistoryEvent{entry(1)}, false, nil, "NonCompliant; new",
+		{"nothing sent: unchanged", []policyv1.HistoryEvent{entry(1)}, true, nil, "NonCompliant; new", true, []policyv1.HistoryEvent{entry(1)}},
+		{"at most 10", full, true, sent, "NonCompliant; new", false, append([]policyv1.HistoryEvent{newest}, full[:9]...)},
+		{"no parent: a new message comes first", []policyv1.HistoryEvent{entry(1)}, false, nil, "NonCompliant; new", false,
 			[]policyv1.HistoryEvent{newest, entry(1)}},
-		{"no parent: the same message is not repeated", []policyv1.HistoryEvent{entry(1)}, false, nil, "Compliant; 1",
+		{"no parent: the same message is not repeated", []policyv1.HistoryEvent{entry(1)}, false, nil, "Compliant; 1", false,
 			[]policyv1.HistoryEvent{entry(1)}},
-		{"no parent, no history", nil, false, nil, "NonCompliant; new", []policyv1.HistoryEvent{newest}},
+		{"no parent: the same message is repeated for a new generation", []policyv1.HistoryEvent{entry(1)}, false, nil, "Compliant; 1", true,
+			[]policyv1.HistoryEvent{{LastTimestamp: newest.LastTimestamp, Message: "Compliant; 1"}, entry(1)}},
+		{"no parent, no history", nil, false, nil, "NonCompliant; new", false, []policyv1.HistoryEvent{newest}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			NewWithT(t).Expect(withHistory(tt.history, tt.hasParent, tt.sent, tt.message, t0)).To(Equal(tt.want))
+			NewWithT(t).Expect(withHistory(tt.history, tt.hasParent, tt.sent, tt.message, tt.newSpec, t0)).To(Equal(tt.want))
 		})
 	}
 }

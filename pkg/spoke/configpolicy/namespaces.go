@@ -31,9 +31,14 @@ type namespaceSelector struct {
 // called before the namespaces are listed, so a selector that cannot parse
 // never watches namespaces: no namespace change can correct it.
 func parseNamespaceSelector(sel policyv1.NamespaceSelector) (*namespaceSelector, error) {
-	for _, p := range slices.Concat(sel.Include, sel.Exclude) {
-		if _, err := filepath.Match(string(p), ""); err != nil {
-			return nil, fmt.Errorf("pattern %q: %w", p, err)
+	for _, field := range []struct {
+		name     string
+		patterns []policyv1.NonEmptyString
+	}{{"include", sel.Include}, {"exclude", sel.Exclude}} {
+		for _, p := range field.patterns {
+			if _, err := filepath.Match(string(p), ""); err != nil {
+				return nil, fmt.Errorf("error parsing '%s' pattern '%s': %w", field.name, p, err)
+			}
 		}
 	}
 	lsel := labels.Everything()

@@ -76,7 +76,7 @@ func parseTemplate(policy string, index int, ot policyv1.ObjectTemplate) (*objec
 		sel, err := metav1.LabelSelectorAsSelector(ot.ObjectSelector)
 		if err != nil {
 			return nil, &templateError{ReasonObjectSelectorError,
-				fmt.Sprintf("Error parsing the objectSelector of the object template at index %d: %v", index, err)}
+				fmt.Sprintf("Error parsing provided objectSelector in the object-template at index [%d]: %v", index, err)}
 		}
 		t.selector = sel
 	}
