@@ -170,6 +170,11 @@ func TestMerge(t *testing.T) {
 			mode: compare.Ordered, want: "{l: [{a: 1, d: 3}, b], x: y}"},
 		{name: "present null and zero written", template: "{a: null, b: 0}", actual: "{a: 1}",
 			mode: compare.Ordered, want: "{a: null, b: 0}"},
+		{name: "present: an empty value the item lacks is merged into it, not added beside it",
+			template: `{l: [{verbs: [get], resources: []}]}`, actual: `{l: [{verbs: [get]}, {verbs: [list]}]}`,
+			mode: compare.Mode{Present: true}, want: `{l: [{verbs: [get], resources: []}, {verbs: [list]}]}`},
+		{name: "present: an empty label is written", template: `{labels: {a: ""}}`, actual: `{labels: {b: x}}`,
+			mode: compare.Mode{Present: true}, want: `{labels: {a: "", b: x}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 
 // modes are the Modes the laws are checked under: the named ones and one
 // that combines the fields otherwise.
-var modes = []compare.Mode{compare.Subset, compare.Exact, compare.Ordered, compare.Strict, {InOrder: true, Literal: true}}
+var modes = []compare.Mode{compare.Subset, compare.Exact, compare.Ordered, compare.Strict, {InOrder: true, Literal: true},
+	{Present: true}, {NoExtra: true, Present: true}}
 
 // FuzzCompare checks the laws of compare.Matches and compare.Merge on any two JSON values,
 // in every mode: compare.Merge produces a value that matches, leaves a matching
@@ -25,6 +26,9 @@ func FuzzCompare(f *testing.F) {
 	f.Add([]byte(`{"q":"1Gi","n":null,"z":false}`), []byte(`{"q":"1024Mi","n":0}`), uint8(1))
 	f.Add([]byte(`["a","a",{}]`), []byte(`{"a":[]}`), uint8(2))
 	f.Add([]byte(`{"a":null,"b":[1,2]}`), []byte(`{"b":[1.0,2,3]}`), uint8(3))
+	// OCM's conformance cases: empty values the object lacks (case33, 36, 45).
+	f.Add([]byte(`{"labels":{"a":""},"s":{},"b":false}`), []byte(`{"labels":{"b":"x"}}`), uint8(5))
+	f.Add([]byte(`[{"verbs":["get"],"resources":[]}]`), []byte(`[{"verbs":["get"]},{"verbs":["list"]}]`), uint8(6))
 	f.Fuzz(func(t *testing.T, templateJSON, actualJSON []byte, m uint8) {
 		var tmpl, actual any
 		if utiljson.Unmarshal(templateJSON, &tmpl) != nil || utiljson.Unmarshal(actualJSON, &actual) != nil {
@@ -44,6 +48,11 @@ func FuzzCompare(f *testing.F) {
 		}
 		if compare.Matches(tmpl, actual, compare.Strict) && !compare.Matches(tmpl, actual, compare.Ordered) {
 			t.Fatalf("%s equals %s but does not match it under Ordered", actualJSON, templateJSON)
+		}
+		lenient := mode
+		lenient.Present = false
+		if compare.Matches(tmpl, actual, mode) && !compare.Matches(tmpl, actual, lenient) {
+			t.Fatalf("%s matches %s under %+v but not without Present", actualJSON, templateJSON, mode)
 		}
 		if compare.Equal(tmpl, actual) && !compare.Matches(tmpl, actual, mode) {
 			t.Fatalf("%s equals %s but does not match it under %+v", actualJSON, templateJSON, mode)

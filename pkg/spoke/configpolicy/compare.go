@@ -2,6 +2,7 @@ package configpolicy
 
 import (
 	"maps"
+	"strings"
 
 	"github.com/canopy-policy/canopy/pkg/compare"
 )
@@ -27,7 +28,13 @@ func keysPresent(mode Mode) Mode {
 }
 
 // lastApplied is the annotation kubectl maintains; it is never compared.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+// A namespace's annotations that begin with sccPrefix are OpenShift's (the
+// UID and SELinux ranges of its pods): they are kept, as OCM keeps them,
+// whatever the template says.
+const (
+	lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+	sccPrefix   = "openshift.io/sa.scc."
+)
 
 // compareObject compares an object on the cluster with an object template:
 // the template's top-level fields under mode, except apiVersion and kind,
@@ -55,7 +62,29 @@ func compareObject(template, existing map[string]any, mode, metadataMode Mode) (
 			setOrDelete(desired, key, compare.Merge(tv, existing[key], mode))
 		}
 	}
+	if mode.NoExtra {
+		for key := range existing {
+			if _, set := template[key]; !set && !keptUnlisted(existing, key) {
+				matches = false
+				delete(desired, key)
+			}
+		}
+	}
 	return matches, desired
+}
+
+// keptUnlisted reports whether mustonlyhave keeps the top-level field key
+// of obj although the template does not list it, as OCM does: apiVersion,
+// kind, metadata and status, and the secrets and imagePullSecrets that
+// Kubernetes manages on a ServiceAccount.
+func keptUnlisted(obj map[string]any, key string) bool {
+	switch key {
+	case "apiVersion", "kind", "metadata", "status":
+		return true
+	case "secrets", "imagePullSecrets":
+		return obj["apiVersion"] == "v1" && obj["kind"] == "ServiceAccount"
+	}
+	return false
 }
 
 // compareMetadata compares the labels and annotations of the template's
@@ -75,6 +104,9 @@ func compareMetadata(tmeta any, existing, desired map[string]any, mode Mode) boo
 			continue
 		}
 		tv, ev := withoutLastApplied(tv), withoutLastApplied(em[field])
+		if field == "annotations" && existing["kind"] == "Namespace" {
+			tv = withSCCAnnotations(tv, ev)
+		}
 		if compare.Matches(tv, ev, mode) {
 			continue
 		}
@@ -96,6 +128,27 @@ func withTemplateStatus(t *objectTemplate, existing, desired map[string]any) map
 	}
 	out := compare.DeepCopy(desired).(map[string]any)
 	setOrDelete(out, "status", compare.Merge(tv, existing["status"], keysPresent(t.mode)))
+	return out
+}
+
+// withSCCAnnotations returns the template's annotations with a namespace's
+// OpenShift SCC annotations (sccPrefix) from existing that it does not set.
+func withSCCAnnotations(template, existing any) any {
+	em, ok := existing.(map[string]any)
+	tm, isMap := template.(map[string]any)
+	if !ok || !isMap {
+		return template
+	}
+	out := tm
+	for k, v := range em {
+		if _, set := tm[k]; set || !strings.HasPrefix(k, sccPrefix) {
+			continue
+		}
+		if len(out) == len(tm) {
+			out = maps.Clone(tm)
+		}
+		out[k] = v
+	}
 	return out
 }
 
@@ -133,25 +186,27 @@ func setOrDelete(m map[string]any, key string, v any) {
 	m[key] = v
 }
 
-// sameCompared reports whether a and b are equal in every field the
-// template compares: its top-level fields other than apiVersion, kind and
-// metadata, and the labels and annotations when it sets them.
+// sameCompared reports whether a and b are equal in every field an update
+// can change: the top-level fields of either other than apiVersion, kind
+// and metadata, and the labels and annotations when the template sets
+// them.
 func sameCompared(template, a, b map[string]any) bool {
-	for key := range template {
-		switch key {
-		case "apiVersion", "kind":
-		case "metadata":
-			tm, _ := template["metadata"].(map[string]any)
-			am, _ := a["metadata"].(map[string]any)
-			bm, _ := b["metadata"].(map[string]any)
-			for _, field := range []string{"labels", "annotations"} {
-				if _, ok := tm[field]; ok && !compare.Equal(am[field], bm[field]) {
+	tm, _ := template["metadata"].(map[string]any)
+	am, _ := a["metadata"].(map[string]any)
+	bm, _ := b["metadata"].(map[string]any)
+	for _, field := range []string{"labels", "annotations"} {
+		if _, ok := tm[field]; ok && !compare.Equal(withoutLastApplied(am[field]), withoutLastApplied(bm[field])) {
+			return false
+		}
+	}
+	for _, obj := range []map[string]any{a, b} {
+		for key := range obj {
+			switch key {
+			case "apiVersion", "kind", "metadata":
+			default:
+				if !compare.Equal(a[key], b[key]) {
 					return false
 				}
-			}
-		default:
-			if !compare.Equal(a[key], b[key]) {
-				return false
 			}
 		}
 	}

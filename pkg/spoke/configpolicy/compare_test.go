@@ -81,6 +81,36 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: app}
 status: {phase: Failed}`},
+		{name: "musthave, every key present: an empty value the object lacks differs (the dry run decides)",
+			mode: keysPresent(Subset), template: `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app, labels: {empty: ""}}`, wantDesired: `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app
+  namespace: default
+  uid: "1"
+  labels: {app: web, extra: x, empty: ""}
+  annotations: {kubectl.kubernetes.io/last-applied-configuration: '{}', note: a}
+data: {a: '1', b: '2'}
+status: {phase: Ready}`},
+		{name: "mustonlyhave removes top-level fields the template does not list, not metadata or status", mode: Exact, template: `
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app}
+binaryData: {k: dg==}`, wantDesired: `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app
+  namespace: default
+  uid: "1"
+  labels: {app: web, extra: x}
+  annotations: {kubectl.kubernetes.io/last-applied-configuration: '{}', note: a}
+binaryData: {k: dg==}
+status: {phase: Ready}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,4 +123,30 @@ status: {phase: Failed}`},
 			g.Expect(ex).To(Equal(value(t, existing)), "existing unchanged")
 		})
 	}
+}
+
+// TestCompareNamespaceSCCAnnotations: mustonlyhave on a namespace's
+// annotations keeps OpenShift's SCC annotations, as OCM does.
+func TestCompareNamespaceSCCAnnotations(t *testing.T) {
+	g := NewWithT(t)
+	existing := value(t, `
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: ns
+  annotations: {openshift.io/sa.scc.uid-range: 1000/10000, other: x}`).(map[string]any)
+	tmpl := value(t, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns, annotations: {mine: z}}`).(map[string]any)
+	matches, desired := compareObject(tmpl, existing, Exact, Exact)
+	g.Expect(matches).To(BeFalse())
+	g.Expect(desired["metadata"].(map[string]any)["annotations"]).To(Equal(map[string]any{
+		"openshift.io/sa.scc.uid-range": "1000/10000", "mine": "z"}))
+	tmpl["metadata"].(map[string]any)["annotations"] = map[string]any{}
+	matches, _ = compareObject(tmpl, value(t, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: ns, annotations: {openshift.io/sa.scc.mcs: "s0:c1"}}`).(map[string]any), Exact, Exact)
+	g.Expect(matches).To(BeTrue(), "only SCC annotations: complies with no annotations")
 }

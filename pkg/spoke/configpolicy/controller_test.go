@@ -80,8 +80,9 @@ spec:
 	f.g.Expect(st.RelatedObjects).To(HaveLen(1))
 	f.g.Expect(*st.RelatedObjects[0].Properties.CreatedByPolicy).To(BeTrue())
 	f.g.Expect(st.RelatedObjects[0].Properties.UID).NotTo(BeEmpty())
-	f.g.Expect(f.events()(f.g)).To(Equal([]string{
+	f.g.Eventually(f.events(), eventually, poll).Should(Equal([]string{
 		"Compliant; notification - configmaps [created] was created successfully in namespace " + f.ns,
+		"Compliant; notification - configmaps [created] found as specified in namespace " + f.ns, // settled, as OCM reports it
 	}))
 
 	role := f.object(&rbacv1.Role{}, `
@@ -141,6 +142,7 @@ spec:
 	f.g.Eventually(f.events(), eventually, poll).Should(Equal([]string{
 		"NonCompliant; violation - configmaps [exact] found but not as specified in namespace " + f.ns,
 		"Compliant; notification - configmaps [exact] was updated successfully in namespace " + f.ns,
+		"Compliant; notification - configmaps [exact] found as specified in namespace " + f.ns,
 	}))
 }
 
@@ -201,13 +203,15 @@ spec:
       data: {color: blue}`)
 	f.g.Eventually(f.message("drift"), eventually, poll).Should(Equal(
 		"Compliant: configmaps [drift] found as specified in namespace " + f.ns))
-	f.g.Expect(f.events()(f.g)).To(HaveLen(1))
+	f.g.Eventually(f.events(), eventually, poll).Should(HaveLen(2)) // created, then settled
 
 	f.patchConfigMap("drift", map[string]string{"color": "red", "size": "big"})
 	f.g.Eventually(f.configMap(f.ns, "drift"), eventually, poll).Should(Equal(map[string]string{"color": "blue", "size": "big"}))
 	want := []string{
 		"Compliant; notification - configmaps [drift] was created successfully in namespace " + f.ns,
+		"Compliant; notification - configmaps [drift] found as specified in namespace " + f.ns,
 		"Compliant; notification - configmaps [drift] was updated successfully in namespace " + f.ns,
+		"Compliant; notification - configmaps [drift] found as specified in namespace " + f.ns,
 	}
 	f.g.Eventually(f.events(), eventually, poll).Should(Equal(want))
 	f.g.Eventually(f.message("drift"), eventually, poll).Should(Equal(
