@@ -67,7 +67,7 @@ func TestRecorder(t *testing.T) {
 		{c: nonCompliant, want: false},
 		{c: nonCompliant, restart: true, want: false}, // learnt from the API server
 		{c: created, remediated: true, want: true},
-		{c: found, restart: true, want: true}, // the fix settling, as OCM reports it
+		{c: found, restart: true, want: true},  // the fix settling, as OCM reports it
 		{c: found, restart: true, want: false}, // learnt after a restart
 		{c: found, want: false},
 		{c: nonCompliant, want: true},
