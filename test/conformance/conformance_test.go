@@ -196,7 +196,10 @@ func runSuite(t *testing.T, assets, kubeconfig string, excluded exclusions) *sui
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(assets, "ginkgo"), args...) //nolint:gosec // the suite's own binaries
 	cmd.Dir = e2eDir
-	cmd.Env = append(os.Environ(), "PATH="+kubectlDir(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// Note: some specs run kubectl without --kubeconfig, as on upstream's
+	// kind cluster, where KUBECONFIG names it.
+	cmd.Env = append(os.Environ(), "PATH="+kubectlDir(t)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"KUBECONFIG="+filepath.Join(work, "kubeconfig_managed_e2e"))
 	ownGroup(cmd)
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	logPath := filepath.Join(os.TempDir(), "canopy-conformance.log")

@@ -373,6 +373,10 @@ func (e *evaluation) missing(ctx context.Context, t *objectTemplate, gvr depclie
 		return objectOutcome{result: e.apiFailure(err, ReasonCreateError, fmt.Sprintf(
 			"%s %s is missing, and cannot be created, reason: `%v`", gvr.Resource, identifier(t.name, ns), err))}
 	}
+	if _, hasStatus := t.object["status"]; hasStatus { // a new object's status is not there yet: see next time
+		return objectOutcome{obj: created, result: objectResult{reason: ReasonCreatedStatusUnchecked, message: gvr.Resource + " " +
+			identifier(t.name, ns) + " was created successfully, the status of the object will be verified in the next evaluation"}}
+	}
 	return objectOutcome{result: objectResult{reason: ReasonCreated, compliant: true}, obj: created}
 }
 
@@ -538,7 +542,7 @@ func (e *evaluation) watchNamespace(ctx context.Context, ns string) {
 func (e *evaluation) add(out *templateOutcome, t *objectTemplate, ns, name string, o objectOutcome) {
 	out.results = append(out.results, o.result)
 	switch o.result.reason {
-	case ReasonCreated, ReasonUpdated, ReasonDeleted:
+	case ReasonCreated, ReasonCreatedStatusUnchecked, ReasonUpdated, ReasonDeleted:
 		out.remediated = true
 	}
 	apiVersion, kind := t.gvk.ToAPIVersionAndKind()
@@ -570,7 +574,7 @@ func (e *evaluation) properties(apiVersion, kind, ns, name string, o objectOutco
 		return nil
 	}
 	uid := string(o.obj.GetUID())
-	created := o.result.reason == ReasonCreated
+	created := o.result.reason == ReasonCreated || o.result.reason == ReasonCreatedStatusUnchecked
 	key := policyv1.ObjectResource{APIVersion: apiVersion, Kind: kind, Metadata: policyv1.ObjectMetadata{Name: name, Namespace: ns}}
 	if prev, ok := e.previous[key]; ok && createdByPolicy(prev) &&
 		(prev.Properties.UID == uid || prev.Properties.UID == string(o.replacedUID)) {

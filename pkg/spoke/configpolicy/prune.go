@@ -173,7 +173,7 @@ func objectKey(o policyv1.ObjectResource) string {
 func failed(outcomes []templateOutcome) bool {
 	for _, o := range outcomes {
 		for _, r := range o.results {
-			if _, known := phrases[r.reason]; !known && !r.compliant {
+			if _, known := phrases[r.reason]; !known && !r.compliant && r.reason != ReasonCreatedStatusUnchecked {
 				return true
 			}
 		}

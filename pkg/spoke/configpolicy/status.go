@@ -18,6 +18,9 @@ const (
 	ReasonFoundAsExpected = "Resource found as expected"
 	// ReasonCreated: the object was missing and was created (enforce).
 	ReasonCreated = "K8s creation success"
+	// ReasonCreatedStatusUnchecked: the object was created, and the
+	// template sets a status that the next evaluation checks.
+	ReasonCreatedStatusUnchecked = ReasonCreated + ", status unchecked"
 	// ReasonUpdated: the object did not match and was updated (enforce).
 	ReasonUpdated = "K8s update success"
 	// ReasonDeleted: the object should not exist and was deleted (enforce).
