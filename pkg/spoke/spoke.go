@@ -88,23 +88,32 @@ func (o Options) instance() string {
 	return Component
 }
 
+// LocalPolicyNamespace is where, besides the cluster namespace, the agent
+// evaluates the ConfigurationPolicies, OperatorPolicies and
+// CertificatePolicies that a cluster administrator writes on the managed
+// cluster itself: OCM's namespace for them (config-policy-controller's
+// --enable-ocm-policy-namespace, on by default).
+const LocalPolicyNamespace = "open-cluster-management-policies"
+
 // ManagerOptions are the options of the managed cluster's manager: Canopy's
 // scheme, and a cache that holds no managedFields (no controller reads
-// them), and compliance events and policies of the cluster namespace only.
-// Events are written and read there; policies are evaluated only there, as
-// OCM's controllers do: a ConfigurationPolicy someone creates in another
+// them), compliance events and Policies of the cluster namespace only, and
+// policy templates of the cluster namespace and LocalPolicyNamespace only.
+// Events are written and read there; templates are evaluated only there,
+// as OCM's controllers do: a ConfigurationPolicy someone creates in another
 // namespace is not enforced with the agent's rights. Callers add serving
 // options.
 func ManagerOptions(opts Options) manager.Options {
 	mo := manager.Options{Scheme: scheme.New()}
 	mo.Cache.DefaultTransform = cache.TransformStripManagedFields()
 	clusterNamespace := cache.ByObject{Namespaces: map[string]cache.Config{opts.ClusterName: {}}}
+	templateNamespaces := cache.ByObject{Namespaces: map[string]cache.Config{opts.ClusterName: {}, LocalPolicyNamespace: {}}}
 	mo.Cache.ByObject = map[client.Object]cache.ByObject{
 		&corev1.Event{}:                 clusterNamespace,
 		&policyv1.Policy{}:              clusterNamespace,
-		&policyv1.ConfigurationPolicy{}: clusterNamespace,
-		&policyv1.CertificatePolicy{}:   clusterNamespace,
-		&policyv1beta1.OperatorPolicy{}: clusterNamespace,
+		&policyv1.ConfigurationPolicy{}: templateNamespaces,
+		&policyv1.CertificatePolicy{}:   templateNamespaces,
+		&policyv1beta1.OperatorPolicy{}: templateNamespaces,
 	}
 	if opts.ClusterNamespaceOnly {
 		mo.Cache.DefaultNamespaces = map[string]cache.Config{opts.ClusterName: {}}

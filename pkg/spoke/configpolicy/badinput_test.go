@@ -45,7 +45,7 @@ func TestBadInput(t *testing.T) {
 				"namespaceSelector nor the object metadata"},
 		{name: "label selector does not parse", selector: `{matchExpressions: [{key: env, operator: Near}]}`,
 			template: `{apiVersion: v1, kind: ConfigMap, metadata: {name: cm}}`,
-			want:     "Error filtering namespaces with provided namespaceSelector: \"Near\" is not a valid label selector operator"},
+			want:     "Error filtering namespaces with provided namespaceSelector: error parsing namespace LabelSelector: \"Near\" is not a valid label selector operator"},
 		{name: "pattern does not parse", selector: `{include: ["team-["]}`,
 			template: `{apiVersion: v1, kind: ConfigMap, metadata: {name: cm}}`,
 			want:     "Error filtering namespaces with provided namespaceSelector: error parsing 'include' pattern 'team-[': syntax error in pattern"},

@@ -59,7 +59,11 @@ func compareObject(template, existing map[string]any, mode, metadataMode Mode) (
 				continue
 			}
 			matches = false
-			setOrDelete(desired, key, compare.Merge(tv, existing[key], mode))
+			if merged := compare.Merge(tv, existing[key], mode); merged != nil || !mode.Present {
+				setOrDelete(desired, key, merged)
+			} else {
+				desired[key] = nil // a null the template sets: required fields may be nullable
+			}
 		}
 	}
 	if mode.NoExtra {

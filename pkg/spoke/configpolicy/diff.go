@@ -84,12 +84,21 @@ func objectDiff(id string, existing, desired map[string]any) string {
 	return strings.TrimSuffix(out, "\n")
 }
 
+// withoutManagedFields returns obj without what OCM leaves out of a diff:
+// managedFields, generation and kubectl's last-applied annotation (and the
+// annotations then empty). resourceVersion and uid stay, as in OCM's
+// diffs, as context.
 func withoutManagedFields(obj map[string]any) map[string]any {
 	out := compare.DeepCopy(obj).(map[string]any)
 	if meta, ok := out["metadata"].(map[string]any); ok {
 		delete(meta, "managedFields")
-		delete(meta, "resourceVersion")
 		delete(meta, "generation")
+		if annotations, ok := meta["annotations"].(map[string]any); ok {
+			delete(annotations, lastApplied)
+			if len(annotations) == 0 {
+				delete(meta, "annotations")
+			}
+		}
 	}
 	return out
 }

@@ -240,8 +240,13 @@ func (e *evaluation) evaluateUnnamed(ctx context.Context, t *objectTemplate, gvr
 		return
 	}
 	var matching []*unstructured.Unstructured
+	present := 0
 	for i := range objs {
-		if objs[i].GetDeletionTimestamp() == nil && e.matches(t, &objs[i]) {
+		if objs[i].GetDeletionTimestamp() != nil {
+			continue
+		}
+		present++
+		if e.matches(t, &objs[i]) {
 			matching = append(matching, &objs[i])
 		}
 	}
@@ -249,10 +254,15 @@ func (e *evaluation) evaluateUnnamed(ctx context.Context, t *objectTemplate, gvr
 	mustNot := t.complianceType.IsMustNotHave()
 	if len(matching) == 0 {
 		res := objectResult{namespace: ns, reason: ReasonNotFound}
-		if mustNot {
+		switch {
+		case mustNot:
 			res.reason, res.compliant = ReasonNotFoundAsExpected, true
+		case present > 0:
+			res.reason = ReasonFoundNoMatch
 		}
 		out.results = append(out.results, res)
+		apiVersion, kind := t.gvk.ToAPIVersionAndKind()
+		out.related = append(out.related, relatedObject(apiVersion, kind, ns, condensedName, res.compliant, res.reason, nil))
 		return
 	}
 	for _, obj := range matching {
@@ -264,6 +274,11 @@ func (e *evaluation) evaluateUnnamed(ctx context.Context, t *objectTemplate, gvr
 		e.add(out, t, ns, obj.GetName(), o)
 	}
 }
+
+// condensedName names, in a related object, none of the objects of a
+// template without a name: the objects of its kind in that namespace, when
+// none matches (OCM's "-").
+const condensedName = "-"
 
 // evaluateSelected evaluates a template without a name whose
 // objectSelector chooses its objects, as OCM does: each object the selector
@@ -446,7 +461,11 @@ func (e *evaluation) fix(ctx context.Context, t *objectTemplate, gvr depclient.S
 	if err != nil {
 		return o, err
 	}
-	o.result, o.obj = objectResult{reason: ReasonUpdated, compliant: true}, updated
+	o.obj = updated
+	if tv, ok := t.object["status"]; ok && !compare.Matches(tv, updated.Object["status"], t.mode) {
+		return o, nil // updated, and still not as specified: the status, which no update writes, differs
+	}
+	o.result = objectResult{reason: ReasonUpdated, compliant: true}
 	return o, nil
 }
 

@@ -45,7 +45,7 @@ func parseNamespaceSelector(sel policyv1.NamespaceSelector) (*namespaceSelector,
 	if sel.LabelSelector != nil {
 		var err error
 		if lsel, err = metav1.LabelSelectorAsSelector(sel.LabelSelector); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("error parsing namespace LabelSelector: %w", err)
 		}
 	}
 	return &namespaceSelector{target: sel.Target, labels: lsel, terminating: includesTerminating(sel.TerminatingInclusion)}, nil

@@ -48,6 +48,9 @@ func (r *Reconciler) pruneDeleted(ctx context.Context, policy *policyv1.Configur
 	defer end()
 	reader := watchReader{watcher: r.watcher, id: id, direct: directReader{client: r.dynamic}}
 	for _, rel := range policy.Status.RelatedObjects {
+		if rel.Object.Metadata.Name == condensedName {
+			continue // no object: see condensedName
+		}
 		_, err := r.pruneRelated(ctx, reader, policy.Spec.PruneObjectBehavior, rel)
 		if err == nil {
 			continue
@@ -152,7 +155,7 @@ func unlisted(previous map[policyv1.ObjectResource]policyv1.RelatedObject, curre
 	}
 	var out []policyv1.RelatedObject
 	for _, rel := range previous {
-		if rel.Object.Metadata.Name != "" && !listed[objectKey(rel.Object)] {
+		if rel.Object.Metadata.Name != "" && rel.Object.Metadata.Name != condensedName && !listed[objectKey(rel.Object)] {
 			out = append(out, rel)
 		}
 	}

@@ -1,6 +1,7 @@
 package configpolicy
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -195,6 +196,7 @@ func evaluatedStatus(policy *policyv1.ConfigurationPolicy, outcomes []templateOu
 	}
 	for i, o := range outcomes {
 		compliant, reason, msg := templateMessage(o.resource, o.results)
+		msg += neverNotice(policy.Spec.EvaluationInterval, compliant)
 		st.CompliancyDetails = append(st.CompliancyDetails, templateStatus(prev, i, compliant, reason, msg, now))
 		if !compliant {
 			st.ComplianceState = policyv1.NonCompliant
@@ -204,6 +206,19 @@ func evaluatedStatus(policy *policyv1.ConfigurationPolicy, outcomes []templateOu
 		}
 	}
 	return st
+}
+
+// neverNotice is OCM's notice, at the end of a template's message, that a
+// policy in this state is not evaluated again (evaluationInterval never).
+func neverNotice(iv policyv1.EvaluationInterval, compliant bool) string {
+	const notice = `. This policy will not be evaluated again due to spec.evaluationInterval.%s being set to "never".`
+	switch {
+	case compliant && iv.Compliant == "never":
+		return fmt.Sprintf(notice, "compliant")
+	case !compliant && iv.NonCompliant == "never":
+		return fmt.Sprintf(notice, "noncompliant")
+	}
+	return ""
 }
 
 // templateStatus builds compliancyDetails[i], keeping the previous
