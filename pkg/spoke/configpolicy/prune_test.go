@@ -5,7 +5,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	policyv1 "github.com/canopy-policy/canopy/api/v1"
 )
@@ -179,4 +181,41 @@ spec:
 	f.g.Eventually(f.status("informer"), eventually, poll).Should(HaveField("RelatedObjects",
 		ConsistOf(HaveField("Object.Metadata.Name", "other"))))
 	f.g.Consistently(f.configMap(f.ns, "watched"), quiet, poll).ShouldNot(BeNil())
+}
+
+// TestPruneWaitsForHeldObjects deletes an enforced DeleteAll policy whose
+// object a finalizer of its own holds: the policy stays, Terminating, with
+// OCM's message naming the object, until the finalizer goes; then the
+// policy goes too, at once (the object is watched).
+func TestPruneWaitsForHeldObjects(t *testing.T) {
+	f := newFixture(t)
+	f.policy(`
+metadata: {name: holder}
+spec:
+  remediationAction: enforce
+  pruneObjectBehavior: DeleteAll
+  object-templates:
+  - complianceType: musthave
+    objectDefinition: {apiVersion: v1, kind: ConfigMap, metadata: {name: held, namespace: $NS, finalizers: [canopy.test/hold]}, data: {k: v}}`)
+	f.g.Eventually(f.message("holder"), eventually, poll).Should(HavePrefix("Compliant: "))
+
+	policy := &policyv1.ConfigurationPolicy{}
+	key := types.NamespacedName{Namespace: f.ns, Name: "holder"}
+	f.g.Expect(f.c.Get(t.Context(), key, policy)).To(Succeed())
+	f.g.Expect(f.c.Delete(t.Context(), policy)).To(Succeed())
+	f.g.Eventually(f.status("holder"), eventually, poll).Should(And(
+		HaveField("ComplianceState", policyv1.Terminating),
+		HaveField("CompliancyDetails", ContainElement(HaveField("Conditions", ContainElement(HaveField("Message",
+			`Failed to delete objects: /v1, Kind=ConfigMap "held" in namespace `+f.ns)))))))
+	f.g.Consistently(func(g Gomega) error { return f.c.Get(t.Context(), key, &policyv1.ConfigurationPolicy{}) },
+		quiet, poll).Should(Succeed(), "the policy waits for its object")
+
+	cm := &corev1.ConfigMap{}
+	f.g.Expect(f.c.Get(t.Context(), types.NamespacedName{Namespace: f.ns, Name: "held"}, cm)).To(Succeed())
+	f.g.Expect(cm.DeletionTimestamp).NotTo(BeNil())
+	cm.Finalizers = nil
+	f.g.Expect(f.c.Update(t.Context(), cm)).To(Succeed())
+	f.g.Eventually(func() bool {
+		return apierrors.IsNotFound(f.c.Get(t.Context(), key, &policyv1.ConfigurationPolicy{}))
+	}, eventually, poll).Should(BeTrue(), "the policy goes once its object is gone")
 }
