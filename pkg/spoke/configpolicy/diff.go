@@ -81,7 +81,7 @@ func objectDiff(id string, existing, desired map[string]any) string {
 	if len(lines) > maxDiffLines+3 {
 		return fmt.Sprintf("# Truncated: showing %d/%d diff lines:\n%s", maxDiffLines, len(lines), strings.Join(lines[:maxDiffLines+3], "\n"))
 	}
-	return strings.TrimSuffix(out, "\n")
+	return out
 }
 
 // withoutManagedFields returns obj without what OCM leaves out of a diff:

@@ -20,7 +20,8 @@ func TestObjectDiff(t *testing.T) {
  kind: ConfigMap
  metadata:
    name: a
-   resourceVersion: "3"`))
+   resourceVersion: "3"
+`))
 	secret := value(t, `{kind: Secret, data: {k: b2xk}}`).(map[string]any)
 	g.Expect(objectDiff("ns/s", secret, secret)).To(Equal(redactedDiff))
 }
