@@ -84,6 +84,10 @@ fuzz: envtest-assets ocm-assets ## Run every Fuzz target for FUZZTIME each (make
 		done; \
 	done
 
+.PHONY: test-conformance
+test-conformance: envtest-assets kubectl-assets conformance-assets ## Run OCM config-policy-controller's own e2e suite against the agent (CONFORMANCE_PROCS ginkgo processes, 8 by default).
+	go test -count=1 -v -run '^TestUpstreamConfigurationPolicySuite$$' ./test/conformance
+
 .PHONY: test-e2e
 test-e2e: envtest-assets ocm-assets gatekeeper-assets ## Run the e2e suite (E2E_HUB_KUBECONFIG etc. select existing clusters).
 	go test $(GO_TEST_FLAGS) ./test/e2e/... -ginkgo.v
@@ -165,6 +169,10 @@ ocm-assets: ## Build OCM's registration, work, placement and addon binaries into
 .PHONY: kubectl-assets
 kubectl-assets: ## Build kubectl into bin/kubectl/, with which test/install runs docs/install.md (once; a minute or two the first time).
 	KUBE_VERSION=$(KUBE_VERSION) hack/install-kubectl.sh
+
+.PHONY: conformance-assets
+conformance-assets: ## Build OCM config-policy-controller's own e2e suite into bin/conformance/, which test/conformance runs against the agent (once; minutes the first time).
+	hack/install-conformance-suite.sh
 
 .PHONY: gatekeeper-assets
 gatekeeper-assets: ## Build Gatekeeper's manager and copy its CRDs into bin/gatekeeper/ (once; 15 minutes or more the first time).

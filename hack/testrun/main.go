@@ -55,7 +55,7 @@ type phase struct {
 func phases(goTestFlags, fuzztime string, atOnce int, pkgs []string) []phase {
 	goTest := append([]string{"go", "test", "-json", "-p", strconv.Itoa(atOnce)}, strings.Fields(goTestFlags)...)
 	return []phase{
-		{name: "assets", args: []string{"make", "--no-print-directory", "envtest-assets", "ocm-assets", "gatekeeper-assets", "kubectl-assets"}},
+		{name: "assets", args: []string{"make", "--no-print-directory", "envtest-assets", "ocm-assets", "gatekeeper-assets", "kubectl-assets", "conformance-assets"}},
 		{name: "lint", args: []string{"make", "--no-print-directory", "lint"}},
 		{name: "verify", args: []string{"make", "--no-print-directory", "verify"}},
 		{name: "tests", args: append(goTest, pkgs...), packages: true},
@@ -93,6 +93,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // alone at the end, the other cores idle. A package missing here only
 // starts later; one that no longer exists is left out.
 var slowFirst = []string{
+	"test/conformance",
 	"test/faults",
 	"test/bench",
 	"pkg/hub/history",

@@ -18,6 +18,7 @@ import (
 	"github.com/canopy-policy/canopy/internal/test/controlplane"
 	"github.com/canopy-policy/canopy/internal/test/gatekeeper"
 	"github.com/canopy-policy/canopy/internal/test/ocmagents"
+	"github.com/canopy-policy/canopy/test/conformance"
 )
 
 // root is the checkout this test runs in.
@@ -30,6 +31,7 @@ var scripts = []struct{ script, dir, file string }{
 	{"install-ocm-binaries.sh", "ocm/" + ocmagents.Version, "registration"},
 	{"install-gatekeeper.sh", "gatekeeper/" + gatekeeper.Version, "manager"},
 	{"install-kubectl.sh", "kubectl/" + controlplane.KubernetesVersion, "kubectl"},
+	{"install-conformance-suite.sh", "conformance/" + conformance.SuiteVersion, "e2e.test"},
 }
 
 // TestSecondCheckoutReusesAssets runs every asset build in a second
@@ -47,11 +49,12 @@ func TestSecondCheckoutReusesAssets(t *testing.T) {
 	for _, s := range scripts {
 		mine := filepath.Join(root, "bin", s.dir, s.file)
 		if _, err := os.Stat(mine); err != nil {
-			t.Fatalf("%s: %v: make test builds the assets before the tests (make envtest-assets ocm-assets gatekeeper-assets kubectl-assets)", s.script, err)
+			t.Fatalf("%s: %v: make test builds the assets before the tests (make envtest-assets ocm-assets gatekeeper-assets kubectl-assets conformance-assets)", s.script, err)
 		}
 		cmd := exec.CommandContext(t.Context(), "bash", filepath.Join(second, "hack", s.script))
 		cmd.Env = append(os.Environ(), "PATH="+noGo+string(os.PathListSeparator)+os.Getenv("PATH"),
-			"KUBE_VERSION="+controlplane.KubernetesVersion, "OCM_VERSION="+ocmagents.Version, "GATEKEEPER_VERSION="+gatekeeper.Version)
+			"KUBE_VERSION="+controlplane.KubernetesVersion, "OCM_VERSION="+ocmagents.Version, "GATEKEEPER_VERSION="+gatekeeper.Version,
+			"CPC_VERSION="+conformance.SuiteVersion)
 		out, err := cmd.CombinedOutput()
 		g.Expect(err).NotTo(HaveOccurred(), "%s in a second checkout:\n%s", s.script, out)
 		g.Expect(string(out)).To(BeEmpty(), "%s did work in a second checkout", s.script)

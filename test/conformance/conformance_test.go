@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,12 +26,9 @@ import (
 	"github.com/canopy-policy/canopy/internal/test/controlplane"
 	"github.com/canopy-policy/canopy/internal/test/ocmagents"
 	"github.com/canopy-policy/canopy/internal/test/testenv"
+	"github.com/canopy-policy/canopy/test/conformance"
 	"github.com/canopy-policy/canopy/test/inproc"
 )
-
-// suiteVersion is the config-policy-controller release whose suite runs
-// (hack/install-conformance-suite.sh's CPC_VERSION).
-const suiteVersion = "0.19.0"
 
 // clusterName is the managed cluster and cluster namespace upstream's suite
 // expects.
@@ -76,16 +72,22 @@ func TestUpstreamConfigurationPolicySuite(t *testing.T) {
 // suiteAssets returns the directory hack/install-conformance-suite.sh
 // built upstream's suite into.
 func suiteAssets(t *testing.T) string {
+	return assetDir(t, "conformance/"+conformance.SuiteVersion, "e2e.test", "conformance-assets")
+}
+
+// assetDir returns bin/<dir> of the checkout, which must hold file, built
+// by make target.
+func assetDir(t *testing.T, dir, file, target string) string {
 	t.Helper()
 	root, err := controlplane.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(root, "bin", "conformance", suiteVersion)
-	if _, err := os.Stat(filepath.Join(dir, "e2e.test")); err != nil {
-		t.Fatalf("upstream's suite is not built (make conformance-assets builds it): %v", err)
+	path := filepath.Join(root, "bin", dir)
+	if _, err := os.Stat(filepath.Join(path, file)); err != nil {
+		t.Fatalf("%s is not built (make %s builds it): %v", file, target, err)
 	}
-	return dir
+	return path
 }
 
 // exclusion is an entry of exclusions.yaml: a file or a spec, and why.
@@ -233,28 +235,21 @@ func runSuite(t *testing.T, assets, kubeconfig string, excluded exclusions) *sui
 	return report
 }
 
-// procs is how many ginkgo processes run specs at once: upstream runs 20
-// against one cluster; Canopy's two-core CI runs fewer.
+// procs is how many ginkgo processes run specs at once
+// (CONFORMANCE_PROCS, else 8): upstream runs 20 against one cluster. The
+// specs mostly wait for the controller, so even 2 cores run 8 at once; with
+// 4 the suite took twice as long.
 func procs() int {
 	if s := os.Getenv("CONFORMANCE_PROCS"); s != "" {
 		if n, err := strconv.Atoi(s); err == nil && n > 0 {
 			return n
 		}
 	}
-	return max(4, 2*runtime.GOMAXPROCS(0))
+	return 8
 }
 
 func kubectlDir(t *testing.T) string {
-	t.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(root, "bin", "kubectl", controlplane.KubernetesVersion)
-	if _, err := os.Stat(filepath.Join(dir, "kubectl")); err != nil {
-		t.Fatalf("kubectl is not built (make kubectl-assets builds it): %v", err)
-	}
-	return dir
+	return assetDir(t, "kubectl/"+controlplane.KubernetesVersion, "kubectl", "kubectl-assets")
 }
 
 func tail(out []byte, lines int) string {
@@ -336,7 +331,7 @@ func checkReport(t *testing.T, r *suiteReport) {
 		}
 	}
 	t.Logf("upstream config-policy-controller v%s suite: %d specs passed, %d failed, %d skipped or excluded, %d other",
-		suiteVersion, counts["passed"], counts["failed"]+counts["panicked"]+counts["timedout"], counts["skipped"],
+		conformance.SuiteVersion, counts["passed"], counts["failed"]+counts["panicked"]+counts["timedout"], counts["skipped"],
 		len(r.SpecReports)-counts["passed"]-counts["failed"]-counts["panicked"]-counts["timedout"]-counts["skipped"])
 	for _, b := range bad {
 		t.Error(b)

@@ -24,3 +24,7 @@
 // It takes minutes: upstream's specs wait for the controller's evaluation
 // interval and hold states for up to 25 seconds with Consistently.
 package conformance
+
+// SuiteVersion is the config-policy-controller release whose suite runs
+// (hack/install-conformance-suite.sh's CPC_VERSION).
+const SuiteVersion = "0.19.0"
