@@ -62,12 +62,13 @@ func TestCounts(t *testing.T) {
 		r := s.cascade(ctx, t)
 		links := float64(r.links)
 		// Each link, once its dependency is Compliant: its template created,
-		// evaluated (the template's status and one Compliant event), and its
+		// evaluated (the template's status, one Compliant event on the
+		// Policy and OCM's PolicyUpdate event on the template), and its
 		// Policy's status written on the managed cluster and on the hub.
 		expectRequests(t, "agent cascade: writes on the managed cluster", r.managed, requests{
 			"configurationpolicies":        links,
 			"configurationpolicies/status": links + 1, // and the gate's evaluation, which opens the cascade
-			"events":                       links,
+			"events":                       2*links + 1,
 			"policies/status":              links,
 		})
 		expectRequests(t, "agent cascade: writes on the hub", r.hub, requests{"policies/status": links})
