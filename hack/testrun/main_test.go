@@ -20,7 +20,7 @@ func TestReadEvents(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
 		"go.mod":            "module ex/m\n\ngo 1.26\n",
-		"good/good_test.go": "package good\n\nimport \"testing\"\n\nfunc TestQuiet(t *testing.T) { t.Log(\"quiet\") }\n\nfunc TestSub(t *testing.T) { t.Run(\"a\", func(t *testing.T) {}) }\n",
+		"good/good_test.go": "package good\n\nimport \"testing\"\n\nfunc TestQuiet(t *testing.T) { t.Log(\"quiet\"); t.Log(\"make-test-report: 3 of 3 passed\") }\n\nfunc TestSub(t *testing.T) { t.Run(\"a\", func(t *testing.T) {}) }\n",
 		"bad/bad_test.go":   "package bad\n\nimport \"testing\"\n\nfunc TestOK(t *testing.T) {}\n\nfunc TestBroken(t *testing.T) { t.Fatal(\"it broke\") }\n",
 		"none/none.go":      "package none\n",
 	}
@@ -38,6 +38,7 @@ func TestReadEvents(t *testing.T) {
 	pkgs, tests := readEvents(strings.NewReader(string(stream)+"not an event\n"), &out)
 	g.Expect(out.String()).To(MatchRegexp(`(?m)^ok  \tex/m/good\t[0-9.]+s\n`))
 	g.Expect(out.String()).NotTo(ContainSubstring("quiet"), "a passing package's log, as go test hides it")
+	g.Expect(out.String()).To(MatchRegexp(`(?m)^3 of 3 passed$`), "a report line, shown although its package passed")
 	g.Expect(out.String()).To(ContainSubstring("it broke"))
 	g.Expect(out.String()).To(MatchRegexp(`(?m)^FAIL\tex/m/bad\t[0-9.]+s\n`))
 	g.Expect(out.String()).To(ContainSubstring("?   \tex/m/none\t[no test files]\n"))
