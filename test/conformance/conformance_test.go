@@ -54,7 +54,8 @@ func TestUpstreamConfigurationPolicySuite(t *testing.T) {
 		!apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	evaluators, err := inproc.RunEvaluators(ctx, managed.Config, clusterName)
+	work := workTree(t, assets, managed.KubeconfigPath)
+	evaluators, err := inproc.RunEvaluators(ctx, managed.Config, clusterName, controllerLog(t, work))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestUpstreamConfigurationPolicySuite(t *testing.T) {
 		}
 	})
 
-	report := runSuite(t, assets, managed.KubeconfigPath, excluded)
+	report := runSuite(t, assets, work, excluded)
 	checkReport(t, report)
 	checkExclusionsUsed(t, report, excluded)
 }
@@ -177,11 +178,10 @@ func waitEstablished(t *testing.T, c client.Client, obj *unstructured.Unstructur
 	}
 }
 
-// runSuite runs upstream's compiled suite with ginkgo, as upstream's
-// Makefile does, in a copy of upstream's test tree (the suite reads
-// ../resources and ../../kubeconfig_managed_e2e from test/e2e), and returns
-// ginkgo's JSON report.
-func runSuite(t *testing.T, assets, kubeconfig string, excluded exclusions) *suiteReport {
+// workTree copies upstream's test tree into a directory of the test's,
+// with the managed cluster's kubeconfig where the suite reads it
+// (../../kubeconfig_managed_e2e from test/e2e), and returns it.
+func workTree(t *testing.T, assets, kubeconfig string) string {
 	t.Helper()
 	work := t.TempDir()
 	if err := os.CopyFS(work, os.DirFS(filepath.Join(assets, "src"))); err != nil {
@@ -194,6 +194,31 @@ func runSuite(t *testing.T, assets, kubeconfig string, excluded exclusions) *sui
 	if err := os.WriteFile(filepath.Join(work, "kubeconfig_managed_e2e"), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return work
+}
+
+// controllerLog creates the log file upstream's suite reads its
+// controller's log from (build/_output/controller.log of the work tree),
+// where the agent's evaluators log; it is closed when the test ends.
+func controllerLog(t *testing.T, work string) *os.File {
+	t.Helper()
+	path := filepath.Join(work, "build", "_output", "controller.log")
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	return f
+}
+
+// runSuite runs upstream's compiled suite with ginkgo, as upstream's
+// Makefile does, in work (the suite reads ../resources from test/e2e), and
+// returns ginkgo's JSON report.
+func runSuite(t *testing.T, assets, work string, excluded exclusions) *suiteReport {
+	t.Helper()
 	e2eDir := filepath.Join(work, "test", "e2e")
 	binary := filepath.Join(e2eDir, "e2e.test")
 	if err := os.Symlink(filepath.Join(assets, "e2e.test"), binary); err != nil {

@@ -32,7 +32,7 @@ func TestConfigurationPolicyCRDDeleted(t *testing.T) {
 	t.Cleanup(func() { _ = cp.Stop() })
 	const cluster = "crd"
 	g.Expect(cp.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}})).To(Succeed())
-	evaluators, err := inproc.RunEvaluators(t.Context(), cp.Config, cluster)
+	evaluators, err := inproc.RunEvaluators(t.Context(), cp.Config, cluster, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = evaluators.Stop() })
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime/pprof"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -142,9 +144,15 @@ func RunAgent(ctx context.Context, managed *rest.Config, opts spoke.Options) (*R
 // cluster) against the managed cluster, until Stop or until ctx ends: no hub
 // connection and no spec, status or template sync. It is what OCM's
 // config-policy-controller is without OCM's policy framework beside it, the
-// way OCM's own tests of that controller run it (test/conformance).
-func RunEvaluators(ctx context.Context, managed *rest.Config, cluster string) (*Running, error) {
-	mgr, err := newManager(managed, spoke.ManagerOptions(spoke.Options{ClusterName: cluster}))
+// way OCM's own tests of that controller run it (test/conformance). When
+// logTo is set, the evaluators log there, as a controller's log file, in
+// JSON lines; otherwise to the process's logger.
+func RunEvaluators(ctx context.Context, managed *rest.Config, cluster string, logTo io.Writer) (*Running, error) {
+	opts := spoke.ManagerOptions(spoke.Options{ClusterName: cluster})
+	if logTo != nil {
+		opts.Logger = zap.New(zap.WriteTo(logTo))
+	}
+	mgr, err := newManager(managed, opts)
 	if err != nil {
 		return nil, err
 	}
