@@ -7,6 +7,9 @@
 //     and real requests);
 //   - no Secret value appears in any log, event or status, when policies
 //     compare, enforce or propagate Secrets;
+//   - the agent evaluates policy templates only in its cluster namespace and
+//     OCM's open-cluster-management-policies: one created elsewhere is never
+//     enforced with the agent's rights;
 //   - the agent works with its minimal ClusterRole (deploy/spoke/rbac) and a
 //     narrowed enforcement ClusterRole, and a template writing beyond it
 //     is NonCompliant with the API server's Forbidden message.
