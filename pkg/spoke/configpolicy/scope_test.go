@@ -63,6 +63,46 @@ spec:
 		"Compliant: configmaps [spread] found as specified in namespaces: %[1]s-a, %[1]s-b, %[1]s-d", f.ns)))
 }
 
+// TestNamespaceSelectorUnderLongInterval: a namespace that comes to match
+// the selector of a policy evaluated once an hour is evaluated at once, and
+// OCM's PolicyUpdate event on the policy says the new status; a namespace
+// that does not match changes nothing.
+func TestNamespaceSelectorUnderLongInterval(t *testing.T) {
+	f := newFixture(t)
+	f.namespaces(map[string]map[string]string{"a": nil})
+	f.policy(`
+metadata: {name: hourly}
+spec:
+  remediationAction: inform
+  evaluationInterval: {compliant: 1h, noncompliant: 1h}
+  namespaceSelector: {include: ["$NS-*"]}
+  object-templates:
+  - complianceType: musthave
+    objectDefinition: {apiVersion: v1, kind: ConfigMap, metadata: {name: wanted}}`)
+	f.g.Eventually(f.message("hourly"), eventually, poll).Should(Equal(
+		fmt.Sprintf("NonCompliant: configmaps [wanted] not found in namespace %s-a", f.ns)))
+
+	other := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns + "x"}} // matches no pattern
+	f.g.Expect(f.c.Create(t.Context(), other)).To(Succeed())
+	t.Cleanup(func() { _ = f.c.Delete(context.Background(), other) })
+	f.namespaces(map[string]map[string]string{"b": nil})
+	f.g.Eventually(f.message("hourly"), eventually, poll).Should(Equal(
+		fmt.Sprintf("NonCompliant: configmaps [wanted] not found in namespaces: %[1]s-a, %[1]s-b", f.ns)))
+
+	var events corev1.EventList
+	f.g.Eventually(func(g Gomega) []string {
+		g.Expect(f.c.List(t.Context(), &events, client.InNamespace(f.ns))).To(Succeed())
+		var msgs []string
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == "hourly" && e.Reason == "PolicyUpdate" {
+				msgs = append(msgs, e.Message)
+			}
+		}
+		return msgs
+	}, eventually, poll).Should(ContainElement(fmt.Sprintf(
+		"Policy status is NonCompliant: configmaps [wanted] not found in namespaces: %[1]s-a, %[1]s-b", f.ns)))
+}
+
 // TestPrune deletes a policy under each pruneObjectBehavior and checks
 // which of its objects go with it: one it created, one it found.
 func TestPrune(t *testing.T) {
