@@ -230,6 +230,9 @@ func runSuite(t *testing.T, assets, work string, excluded exclusions) *suiteRepo
 		"--timeout=" + suiteTimeout.String(), "--json-report=" + reportPath,
 	}
 	args = append(args, excluded.ginkgoArgs()...)
+	if focus := os.Getenv("CONFORMANCE_FOCUS"); focus != "" { // to run some specs while working on them
+		args = append(args, "--focus="+focus)
+	}
 	args = append(args, binary)
 	ctx, cancel := context.WithTimeout(t.Context(), suiteTimeout+5*time.Minute)
 	defer cancel()

@@ -83,7 +83,10 @@ type Reconciler struct {
 	// selected is what each policy's namespaceSelector chose when it was
 	// last evaluated (selection.go).
 	selected selections
-	now      func() time.Time
+	// updates are the diffs of the objects the policies last updated
+	// (updates.go).
+	updates updateDiffs
+	now     func() time.Time
 }
 
 // SetupWithManager registers the controller, and the dynamic watcher that
@@ -102,6 +105,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.ManagedReader, r.dynamic, r.watcher, r.now = r.base.ManagedReader, r.base.Dynamic, r.base.Watches.Watcher(), time.Now
 	r.events = mgr.GetEventRecorder(EventSource)
+	r.base.OnForget = r.updates.forget
 	bld = bld.WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.selectingPolicies),
 		builder.WithPredicates(namespaceChoiceMayChange))
 	return bld.WithOptions(evaluator.Options(r.MaxConcurrentReconciles)).Complete(r)

@@ -599,7 +599,14 @@ func (e *evaluation) properties(apiVersion, kind, ns, name string, o objectOutco
 		(prev.Properties.UID == uid || prev.Properties.UID == string(o.replacedUID)) {
 		created = true
 	}
-	return &policyv1.ObjectProperties{CreatedByPolicy: &created, UID: uid, MatchesAfterDryRun: o.dryRunMatch, Diff: o.diff}
+	diff := o.diff
+	switch {
+	case o.result.reason == ReasonUpdated && diff != "":
+		e.r.updates.remember(e.policy, key, o.obj.GetResourceVersion(), diff)
+	case o.result.reason == ReasonFoundAsExpected && diff == "":
+		diff = e.r.updates.diff(e.policy, key, o.obj.GetResourceVersion())
+	}
+	return &policyv1.ObjectProperties{CreatedByPolicy: &created, UID: uid, MatchesAfterDryRun: o.dryRunMatch, Diff: diff}
 }
 
 func identifier(name, ns string) string {

@@ -71,6 +71,9 @@ type Base[T Policy[T]] struct {
 	Dynamic dynamic.Interface
 	// Watches runs the dependency watcher; set when Kind.Watch is true.
 	Watches *depwatch.Lifecycle
+	// OnForget, when set, drops what the evaluator itself keeps in memory
+	// for a deleted policy; Forget calls it.
+	OnForget func(types.NamespacedName)
 }
 
 // Setup checks and defaults clients, creates the dynamic client and
@@ -135,6 +138,9 @@ func (b *Base[T]) Reconcile(ctx context.Context, req ctrl.Request, evaluate func
 func (b *Base[T]) Forget(ctx context.Context, key types.NamespacedName) {
 	b.StopWatching(ctx, key)
 	b.Recorder.Forget(key)
+	if b.OnForget != nil {
+		b.OnForget(key)
+	}
 }
 
 // StopWatching removes the watches of a policy, when the evaluator
