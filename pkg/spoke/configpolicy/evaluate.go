@@ -601,7 +601,7 @@ func (e *evaluation) properties(apiVersion, kind, ns, name string, o objectOutco
 	}
 	diff := o.diff
 	switch {
-	case o.result.reason == ReasonUpdated && diff != "":
+	case o.result.reason == ReasonUpdated && diff != "" && o.replacedUID == "": // updated in place, not recreated
 		e.r.updates.remember(e.policy, key, o.obj.GetResourceVersion(), diff)
 	case o.result.reason == ReasonFoundAsExpected && diff == "":
 		diff = e.r.updates.diff(e.policy, key, o.obj.GetResourceVersion())

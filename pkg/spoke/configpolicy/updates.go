@@ -10,7 +10,8 @@ import (
 )
 
 // updateDiffs remembers, per policy and object, the diff of the update the
-// policy last made and the object's resourceVersion after it. The
+// policy last made in place (not a recreate: the new object is evaluated
+// afresh, with no diff) and the object's resourceVersion after it. The
 // evaluation that follows the update finds the object as specified, and
 // the related object keeps the diff of what was changed while the object
 // stays as the update left it, as in OCM (whose controller skips an object
