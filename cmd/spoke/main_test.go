@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -82,7 +83,7 @@ func TestRun(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	stop := cmdtest.RunUntilReady(t, opts.serving.HealthAddress, func(ctx context.Context) error { return run(ctx, opts) })
-	expectConfigurationPoliciesEvaluated(t, cluster.Client)
+	expectConfigurationPoliciesEvaluated(t, cluster.Client, cluster.Name)
 	expectLeases(t, env.Hub.Client, cluster)
 	stop()
 }
@@ -103,11 +104,15 @@ func expectLeases(t *testing.T, hub client.Client, cluster *testenv.ManagedClust
 }
 
 // expectConfigurationPoliciesEvaluated checks that the running agent
-// evaluates a ConfigurationPolicy on the managed cluster.
-func expectConfigurationPoliciesEvaluated(t *testing.T, c client.Client) {
+// evaluates a ConfigurationPolicy in the cluster namespace of the managed
+// cluster (the only namespace, with OCM's open-cluster-management-policies,
+// whose policies it evaluates).
+func expectConfigurationPoliciesEvaluated(t *testing.T, c client.Client, clusterNamespace string) {
 	g := NewWithT(t)
 	ns := controlplane.Namespace(t, c)
-	p := &policyv1.ConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ns-exists"}}
+	err := c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNamespace}})
+	g.Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
+	p := &policyv1.ConfigurationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNamespace, Name: "ns-exists"}}
 	p.Spec.RemediationAction = policyv1.Inform
 	p.Spec.ObjectTemplates = []policyv1.ObjectTemplate{{
 		ComplianceType:   policyv1.MustHave,
