@@ -54,7 +54,8 @@ spec:
     objectDefinition: {apiVersion: v1, kind: Secret, metadata: {name: restricted, namespace: default}}`)
 
 	g.Eventually(replicaHistory(t.Context(), ns, "configmap", mc.Name), eventually, poll).Should(Equal([]string{
-		"Compliant", "Compliant; notification - configmaps [restricted] was created successfully in namespace default"}))
+		"Compliant", "Compliant; notification - configmaps [restricted] found as specified in namespace default"}),
+		"created, then settled") // the newest entry of the history
 	g.Eventually(replicaHistory(t.Context(), ns, "secret", mc.Name), eventually, poll).Should(ContainElement(MatchRegexp(
 		`^NonCompliant; .*secrets.* is forbidden: User "` + restrictedUser + `" cannot (get|list|create) resource "secrets"`)))
 	t.Logf("secret: %q", replicaHistory(t.Context(), ns, "secret", mc.Name)())
