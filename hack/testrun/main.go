@@ -212,17 +212,17 @@ type packageOutput struct {
 	summary string // "ok  \tpkg\t1.2s\n", "?   \tpkg\t[no test files]\n"
 }
 
-// ReportMarker begins what a test logs (t.Log) for make test to show
+// reportMarker begins what a test logs (t.Log) for make test to show
 // although its package passes, such as the conformance suite's counts:
 // readEvents prints the rest of the line at once.
-const ReportMarker = "make-test-report: "
+const reportMarker = "make-test-report: "
 
 // readEvents reads go test -json's events from r to its end and returns
 // each package's and each top-level test's time. It prints to out what go
 // test prints without -json: a passing package's summary line alone, and
 // everything a failing package printed (as -v shows it, every test's
 // lines); a line that is not an event, such as a build error, as it is;
-// and, from any package, what follows ReportMarker in a line.
+// and, from any package, what follows reportMarker in a line.
 func readEvents(r io.Reader, out io.Writer) (pkgs, tests []timing) {
 	outputs := map[string]*packageOutput{}
 	sc := bufio.NewScanner(r)
@@ -243,7 +243,7 @@ func readEvents(r io.Reader, out io.Writer) (pkgs, tests []timing) {
 			outputs[e.Package] = o
 		}
 		o.all.WriteString(e.Output)
-		if _, report, ok := strings.Cut(e.Output, ReportMarker); ok {
+		if _, report, ok := strings.Cut(e.Output, reportMarker); ok {
 			fmt.Fprint(out, report)
 		}
 		if e.Test == "" && (strings.HasPrefix(e.Output, "ok ") || strings.HasPrefix(e.Output, "?")) {

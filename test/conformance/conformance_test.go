@@ -55,15 +55,7 @@ func TestUpstreamConfigurationPolicySuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := workTree(t, assets, managed.KubeconfigPath)
-	evaluators, err := inproc.RunEvaluators(ctx, managed.Config, clusterName, controllerLog(t, work))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := evaluators.Stop(); err != nil {
-			t.Errorf("evaluators: %v", err)
-		}
-	})
+	inproc.StartEvaluators(t, managed.Config, clusterName, controllerLog(t, work))
 
 	report := runSuite(t, assets, work, excluded)
 	checkReport(t, report)
@@ -334,7 +326,7 @@ func readReport(path string) (*suiteReport, error) {
 }
 
 // reportMarker makes hack/testrun (make test) show the line although the
-// package passes (its ReportMarker).
+// package passes (its reportMarker).
 const reportMarker = "make-test-report: "
 
 // checkReport fails t for every spec that was not excluded and did not

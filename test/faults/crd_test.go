@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -25,16 +24,10 @@ import (
 // deleting every policy at once by deleting their kind must not.
 func TestConfigurationPolicyCRDDeleted(t *testing.T) {
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(t.Context(), controlplane.StartBudget)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, "crd")
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = cp.Stop() })
 	const cluster = "crd"
+	cp := controlplane.ForTest(t, cluster)
 	g.Expect(cp.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}})).To(Succeed())
-	evaluators, err := inproc.RunEvaluators(t.Context(), cp.Config, cluster, nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = evaluators.Stop() })
+	inproc.StartEvaluators(t, cp.Config, cluster, nil)
 
 	policy := &policyv1.ConfigurationPolicy{}
 	g.Expect(yaml.Unmarshal([]byte(`

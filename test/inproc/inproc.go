@@ -139,6 +139,21 @@ func RunAgent(ctx context.Context, managed *rest.Config, opts spoke.Options) (*R
 	return start(ctx, mgr), nil
 }
 
+// StartEvaluators runs the agent's evaluators alone against the managed
+// cluster (RunEvaluators) until the test ends.
+func StartEvaluators(t testing.TB, managed *rest.Config, cluster string, logTo io.Writer) {
+	t.Helper()
+	r, err := RunEvaluators(context.Background(), managed, cluster, logTo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Stop(); err != nil {
+			t.Errorf("evaluators: %v", err)
+		}
+	})
+}
+
 // RunEvaluators runs the agent's policy template evaluators alone
 // (spoke.Evaluators, in a manager built from spoke.ManagerOptions for
 // cluster) against the managed cluster, until Stop or until ctx ends: no hub

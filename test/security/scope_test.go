@@ -1,7 +1,6 @@
 package security
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -25,19 +24,13 @@ import (
 // cannot have it enforced with the agent's rights.
 func TestPolicyScope(t *testing.T) {
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(t.Context(), controlplane.StartBudget)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, "scope")
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = cp.Stop() })
 	const cluster = "scope"
+	cp := controlplane.ForTest(t, cluster)
 	namespaces := []string{cluster, spoke.LocalPolicyNamespace, "elsewhere"}
 	for _, ns := range append(namespaces, "target") {
 		g.Expect(cp.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
-	evaluators, err := inproc.RunEvaluators(t.Context(), cp.Config, cluster, nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = evaluators.Stop() })
+	inproc.StartEvaluators(t, cp.Config, cluster, nil)
 
 	for _, ns := range namespaces {
 		policy := &policyv1.ConfigurationPolicy{}

@@ -59,11 +59,7 @@ func compareObject(template, existing map[string]any, mode, metadataMode Mode) (
 				continue
 			}
 			matches = false
-			if merged := compare.Merge(tv, existing[key], mode); merged != nil || !mode.Present {
-				setOrDelete(desired, key, merged)
-			} else {
-				desired[key] = nil // a null the template sets: required fields may be nullable
-			}
+			setMerged(desired, key, compare.Merge(tv, existing[key], mode), mode)
 		}
 	}
 	if mode.NoExtra {
@@ -117,7 +113,7 @@ func compareMetadata(tmeta any, existing, desired map[string]any, mode Mode) boo
 		matches = false
 		merged := compare.Merge(tv, ev, mode)
 		keepLastApplied(em[field], merged)
-		setOrDelete(dm, field, merged)
+		setMerged(dm, field, merged, mode)
 	}
 	return matches
 }
@@ -131,7 +127,7 @@ func withTemplateStatus(t *objectTemplate, existing, desired map[string]any) map
 		return desired
 	}
 	out := compare.DeepCopy(desired).(map[string]any)
-	setOrDelete(out, "status", compare.Merge(tv, existing["status"], keysPresent(t.mode)))
+	setMerged(out, "status", compare.Merge(tv, existing["status"], keysPresent(t.mode)), keysPresent(t.mode))
 	return out
 }
 
@@ -182,8 +178,12 @@ func withoutLastApplied(v any) any {
 	return out
 }
 
-func setOrDelete(m map[string]any, key string, v any) {
-	if v == nil {
+// setMerged sets m[key] to v, what compare.Merge made of the template's
+// value, by compare.Merge's own rule for map keys: a nil removes the key,
+// except under Present, where it is a null the template sets (a required
+// field may be nullable).
+func setMerged(m map[string]any, key string, v any, mode Mode) {
+	if v == nil && !mode.Present {
 		delete(m, key)
 		return
 	}
