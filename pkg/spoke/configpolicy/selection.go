@@ -83,11 +83,16 @@ func (r *Reconciler) selectionChanged(ctx context.Context, policy *policyv1.Conf
 		ctrl.LoggerFrom(ctx).V(4).Info("Cannot list namespaces", "error", err.Error())
 		return false
 	}
-	key := client.ObjectKeyFromObject(policy)
-	now := parsed.selectNamespaces(all)
-	before, known := r.selected.get(key)
+	return r.selected.changed(client.ObjectKeyFromObject(policy), parsed.selectNamespaces(all))
+}
+
+// changed reports whether now differs from what key's last evaluation
+// chose; with nothing remembered (a restart) it remembers now and reports
+// no change.
+func (s *selections) changed(key types.NamespacedName, now []string) bool {
+	before, known := s.get(key)
 	if !known {
-		r.selected.set(key, now)
+		s.set(key, now)
 		return false
 	}
 	return !slices.Equal(before, now)
